@@ -1,0 +1,26 @@
+/*
+ * ka_error.h: the error codes every kadmit function returns.
+ *
+ * Functions return 0 on success or one of these negative codes, so that a
+ * caller can propagate a failure with a plain `if (rc < 0) return rc;`.
+ * Kafka's own (positive) error codes live in ka_kafka_errors.h; these are
+ * kadmit's local conditions and are never sent on the wire.
+ */
+#ifndef KA_ERROR_H
+#define KA_ERROR_H
+
+enum ka_err {
+    KA_OK = 0,
+    KA_EUNDERFLOW = -1,   /* the frame ended before the field did */
+    KA_ELIMIT = -2,       /* a length or count exceeded kadmit's cap */
+    KA_EINVALID = -3,     /* a value is not legal for its type (e.g. a negative length) */
+    KA_ENOMEM = -4,       /* an allocation failed, or the arena is exhausted */
+    KA_ETRAILING = -5,    /* bytes remained after a complete message */
+    KA_EUNSUPPORTED = -6, /* an API version kadmit does not decode */
+    KA_EOVERFLOW = -7,    /* a writer ran out of space */
+};
+
+/* A short, static description of a ka_err code ("frame truncated", ...). */
+const char *ka_strerror(int err);
+
+#endif
