@@ -1,0 +1,101 @@
+/*
+ * ka_cluster.h: the cluster view, an immutable snapshot of what the
+ * brokers host.
+ *
+ * The metadata client fills a builder from its Metadata (and, when it has
+ * them, DescribeCluster and DescribeConfigs) responses, then finishes it into
+ * a view that never changes and is shared by reference count
+ * (ka_cluster_ref / ka_cluster_unref, thread-safe). The view answers what
+ * the admission engine asks: which brokers exist, on which rack, whether
+ * fenced, how many partition replicas each hosts (internal topics
+ * included), how many partitions the cluster has, and the replicas of any
+ * partition by topic name (a hash lookup). It is sized for a few hundred
+ * brokers and a few hundred thousand partitions.
+ *
+ * Broker ids that appear in replica lists but not in the broker list
+ * (offline or unregistered brokers) are kept as "unlisted" brokers: their
+ * replicas are counted, but the engine never places anything on them.
+ */
+#ifndef KA_CLUSTER_H
+#define KA_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ka_error.h"
+#include "ka_reader.h"
+
+/* Broker settings that decide what a request with -1 fields creates. */
+typedef struct ka_broker_defaults {
+    int32_t num_partitions;             /* num.partitions, used for num_partitions = -1 */
+    int16_t default_replication_factor; /* default.replication.factor, for -1 */
+    bool auto_create_topics_enable;     /* auto.create.topics.enable: Metadata can create */
+} ka_broker_defaults_t;
+
+typedef struct ka_cluster_broker {
+    int32_t id;
+    const char *rack; /* NUL-terminated, or NULL when the broker has no rack */
+    bool fenced;      /* true only when known to be fenced; placement avoids it */
+    bool listed;      /* false when seen only in replica lists (offline, unregistered) */
+    int64_t replicas; /* partition replicas it hosts, internal topics included */
+} ka_cluster_broker_t;
+
+typedef struct ka_cluster ka_cluster_t;
+typedef struct ka_cluster_builder ka_cluster_builder_t;
+typedef struct ka_cluster_topic ka_cluster_topic_t;
+
+/*
+ * Starts a view of the cluster as of taken_at_ms (the caller's clock, best
+ * taken when the Metadata request was sent, so the view's age is never
+ * underestimated). Defaults start at Kafka's: 1 partition, replication
+ * factor 1, auto-creation enabled.
+ */
+int ka_cluster_builder_new(int64_t taken_at_ms, ka_cluster_builder_t **out);
+void ka_cluster_builder_free(ka_cluster_builder_t *builder);
+
+/* rack.len == -1 means no rack. A broker id added twice is KA_EINVALID. */
+int ka_cluster_builder_add_broker(ka_cluster_builder_t *builder, int32_t broker_id, ka_slice_t rack,
+                                  bool fenced);
+void ka_cluster_builder_set_defaults(ka_cluster_builder_t *builder,
+                                     const ka_broker_defaults_t *defaults);
+/* Declares a topic (which may have no partitions yet); idempotent. */
+int ka_cluster_builder_add_topic(ka_cluster_builder_t *builder, ka_slice_t name);
+/*
+ * Adds one partition and its replica list (first = preferred leader); the
+ * topic is declared if needed. The replicas are copied. A partition added
+ * twice, a negative partition index or more than 32767 replicas is
+ * KA_EINVALID.
+ */
+int ka_cluster_builder_add_partition(ka_cluster_builder_t *builder, ka_slice_t topic,
+                                     int32_t partition, const int32_t *replicas,
+                                     int32_t replica_count);
+/* Consumes the builder (also on failure) and yields a view with one reference. */
+int ka_cluster_builder_finish(ka_cluster_builder_t *builder, ka_cluster_t **out);
+
+/* Both accept NULL. The last unref frees the view. */
+ka_cluster_t *ka_cluster_ref(ka_cluster_t *cluster);
+void ka_cluster_unref(ka_cluster_t *cluster);
+
+int64_t ka_cluster_taken_at_ms(const ka_cluster_t *cluster);
+const ka_broker_defaults_t *ka_cluster_broker_defaults(const ka_cluster_t *cluster);
+
+/* Brokers in ascending id order, listed and unlisted. */
+size_t ka_cluster_broker_count(const ka_cluster_t *cluster);
+const ka_cluster_broker_t *ka_cluster_broker_at(const ka_cluster_t *cluster, size_t index);
+/* NULL when the id is neither listed nor hosting any replica. */
+const ka_cluster_broker_t *ka_cluster_broker(const ka_cluster_t *cluster, int32_t broker_id);
+
+/* Partitions in the cluster, each counted once. */
+int64_t ka_cluster_total_partitions(const ka_cluster_t *cluster);
+size_t ka_cluster_topic_count(const ka_cluster_t *cluster);
+
+/* NULL when the view has no such topic. Valid while the view is. */
+const ka_cluster_topic_t *ka_cluster_find_topic(const ka_cluster_t *cluster, ka_slice_t name);
+/* One more than the highest partition index seen. */
+int32_t ka_cluster_topic_partition_count(const ka_cluster_topic_t *topic);
+/* The replicas of one partition (count 0 and NULL when the view lacks it). */
+const int32_t *ka_cluster_topic_replicas(const ka_cluster_topic_t *topic, int32_t partition,
+                                         int32_t *count);
+
+#endif

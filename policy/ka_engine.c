@@ -1,0 +1,393 @@
+/*
+ * ka_engine.c: the judging core shared by every admission API.
+ *
+ * An item arrives here already checked for everything that is the
+ * broker's business. What is left is arithmetic: the cluster-wide count
+ * against max.partitions, then each broker's hosted + reserved + added
+ * against its max.broker.partitions. Admitted items reserve in the ledger
+ * at once (validate_only items only in this call's own counts, so later
+ * items of the same request see them), which is what keeps invariant 6.
+ */
+#include "ka_engine_work.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ka_message.h"
+
+void ka_verdict_release(ka_verdict_t *v)
+{
+    free(v->message);
+    free(v->assignment);
+    v->message = NULL;
+    v->assignment = NULL;
+}
+
+bool ka_engine_view_is_stale(const ka_policy_t *policy, const ka_cluster_t *view, int64_t now_ms)
+{
+    return view == NULL ||
+           now_ms - ka_cluster_taken_at_ms(view) > ka_policy_metadata_max_staleness_ms(policy);
+}
+
+bool ka_engine_view_needs_refresh(const ka_policy_t *policy, const ka_cluster_t *view,
+                                  int64_t now_ms)
+{
+    return view == NULL || now_ms - ka_cluster_taken_at_ms(view) >
+                               ka_policy_metadata_refresh_before_decision_ms(policy);
+}
+
+bool ka_topic_name_valid(ka_slice_t name)
+{
+    if (name.len <= 0 || name.len > 249)
+        return false;
+    if ((name.len == 1 && name.ptr[0] == '.') ||
+        (name.len == 2 && name.ptr[0] == '.' && name.ptr[1] == '.'))
+        return false;
+    for (int32_t i = 0; i < name.len; i++) {
+        uint8_t c = name.ptr[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+/* Gives each distinct rack (and "no rack") a small index. */
+static int32_t rack_index(const char **racks, int32_t *count, const char *rack)
+{
+    for (int32_t i = 0; i < *count; i++)
+        if ((racks[i] == NULL && rack == NULL) ||
+            (racks[i] != NULL && rack != NULL && strcmp(racks[i], rack) == 0))
+            return i;
+    racks[*count] = rack;
+    return (*count)++;
+}
+
+int ka_work_init(struct ka_work *w, const ka_decision_context_t *ctx)
+{
+    const ka_cluster_t *view = ctx->view;
+    size_t n = view ? ka_cluster_broker_count(view) : 0;
+    const char **racks = NULL;
+
+    *w = (struct ka_work){.ctx = ctx};
+    ka_reservations_expire(ctx->ledger, ctx->now_ms);
+    w->stale = ka_engine_view_is_stale(ctx->policy, view, ctx->now_ms);
+    w->audit = ka_policy_enforcement(ctx->policy) == KA_ENFORCEMENT_AUDIT;
+    w->brokers = calloc(n + 1, sizeof(*w->brokers));
+    w->limit = calloc(n + 1, sizeof(*w->limit));
+    w->current = calloc(n + 1, sizeof(*w->current));
+    w->delta = calloc(n + 1, sizeof(*w->delta));
+    w->shares = calloc(n + 1, sizeof(*w->shares));
+    racks = calloc(n + 1, sizeof(*racks));
+    if (!w->brokers || !w->limit || !w->current || !w->delta || !w->shares || !racks) {
+        free(racks);
+        ka_work_free(w);
+        return KA_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const ka_cluster_broker_t *b = ka_cluster_broker_at(view, i);
+        size_t at = w->broker_count;
+
+        if (!b->listed)
+            continue;
+        w->brokers[at].id = b->id;
+        w->brokers[at].rack = rack_index(racks, &w->rack_count, b->rack);
+        w->brokers[at].fenced = b->fenced;
+        w->limit[at] = ka_policy_broker_limit(ctx->policy, b->id);
+        w->current[at] = b->replicas + ka_reservations_broker_replicas(ctx->ledger, b->id);
+        w->unfenced_count += !b->fenced;
+        w->broker_count++;
+    }
+    free(racks);
+    if (view != NULL)
+        w->partitions = ka_cluster_total_partitions(view) + ka_reservations_partitions(ctx->ledger);
+    return 0;
+}
+
+void ka_work_free(struct ka_work *w)
+{
+    free(w->brokers);
+    free(w->limit);
+    free(w->current);
+    free(w->delta);
+    free(w->shares);
+}
+
+long ka_work_broker_index(const struct ka_work *w, int32_t broker_id)
+{
+    size_t lo = 0, hi = w->broker_count;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (w->brokers[mid].id == broker_id)
+            return (long)mid;
+        if (w->brokers[mid].id < broker_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+int ka_work_defer(ka_verdict_t *v, const char *fmt, ...)
+{
+    va_list ap;
+
+    v->kind = KA_VERDICT_DEFER_TO_BROKER;
+    v->message = malloc(KA_MESSAGE_MAX);
+    if (v->message == NULL)
+        return KA_ENOMEM;
+    va_start(ap, fmt);
+    vsnprintf(v->message, KA_MESSAGE_MAX, fmt, ap);
+    va_end(ap);
+    v->message = ka_message_shrink(v->message);
+    return 0;
+}
+
+int ka_work_stale(const struct ka_work *w, ka_verdict_t *v)
+{
+    const ka_decision_context_t *ctx = w->ctx;
+
+    if (ctx->view == NULL)
+        v->message = ka_message_format(
+            "Cannot decide on this request: kadmit has no view of the cluster yet, so it rejects "
+            "requests that create or move partitions until its first metadata refresh succeeds. "
+            "Retry shortly.");
+    else
+        v->message = ka_message_format(
+            "Cannot decide on this request: kadmit's cluster view is stale (taken %" PRId64
+            " ms ago; metadata.max.staleness.ms is %" PRId64 "), so it rejects requests that "
+            "create or move partitions until a metadata refresh succeeds. Retry shortly.",
+            ctx->now_ms - ka_cluster_taken_at_ms(ctx->view),
+            ka_policy_metadata_max_staleness_ms(ctx->policy));
+    if (v->message == NULL)
+        return KA_ENOMEM;
+    v->kind = w->audit ? KA_VERDICT_ADMIT : KA_VERDICT_REJECT;
+    v->audit = w->audit;
+    v->error_code = w->audit ? 0 : ka_policy_reject_error_code(ctx->policy);
+    return 0;
+}
+
+/* Commits w->delta: into the ledger, or for validate_only into this call only. */
+static int reserve(struct ka_work *w, ka_verdict_t *v, const struct ka_plan *plan)
+{
+    ka_broker_delta_t *deltas = NULL;
+    size_t count = 0;
+    int rc = 0;
+
+    if (!plan->validate_only) {
+        deltas = malloc((w->broker_count + 1) * sizeof(*deltas));
+        if (deltas == NULL)
+            return KA_ENOMEM;
+        for (size_t i = 0; i < w->broker_count; i++)
+            if (w->delta[i] > 0)
+                deltas[count++] = (ka_broker_delta_t){w->brokers[i].id, (int32_t)w->delta[i]};
+        if (count > 0 || plan->new_partitions > 0) {
+            ka_reservation_spec_t spec = {
+                .kind = plan->kind,
+                .topic = plan->topic,
+                .partition_count = plan->partition_count,
+                .partition = plan->partition,
+                .replicas = plan->targets,
+                .replica_count = plan->target_count,
+                .new_partitions = plan->new_partitions,
+                .deltas = deltas,
+                .delta_count = count,
+                .expires_at_ms = w->ctx->now_ms + ka_policy_reservation_expiry_ms(w->ctx->policy),
+            };
+
+            rc = ka_reservations_add(w->ctx->ledger, &spec, &v->reservation_id);
+        }
+        free(deltas);
+        if (rc < 0)
+            return rc;
+    }
+    for (size_t i = 0; i < w->broker_count; i++)
+        w->current[i] += w->delta[i];
+    w->partitions += plan->new_partitions;
+    return 0;
+}
+
+/* max.partitions: NULL message when the item fits. */
+static int check_max_partitions(const struct ka_work *w, const struct ka_plan *plan, char **message)
+{
+    int64_t limit = ka_policy_max_partitions(w->ctx->policy);
+
+    *message = NULL;
+    if (plan->new_partitions <= 0 || w->partitions + plan->new_partitions <= limit)
+        return 0;
+    *message =
+        ka_message_max_partitions(limit, w->partitions, w->partitions + plan->new_partitions);
+    return *message ? 0 : KA_ENOMEM;
+}
+
+/*
+ * Lists the brokers for which current + added[i] exceeds the limit, or with
+ * list_all every broker that added[i] touches. NULL message: none.
+ */
+static int check_brokers(const struct ka_work *w, const int64_t *added, const char *advice,
+                         bool list_all, char **message)
+{
+    ka_concern_t *concerns = NULL;
+    size_t count = 0;
+
+    *message = NULL;
+    for (size_t i = 0; i < w->broker_count; i++) {
+        if (added[i] <= 0 || (!list_all && w->current[i] + added[i] <= w->limit[i]))
+            continue;
+        if (concerns == NULL) {
+            concerns = malloc(w->broker_count * sizeof(*concerns));
+            if (concerns == NULL)
+                return KA_ENOMEM;
+        }
+        concerns[count++] =
+            (ka_concern_t){w->brokers[i].id, w->limit[i], w->current[i], w->current[i] + added[i]};
+    }
+    if (count == 0)
+        return 0;
+    *message = ka_message_brokers(concerns, count, advice);
+    free(concerns);
+    return *message ? 0 : KA_ENOMEM;
+}
+
+/*
+ * Ends an item that exceeds a limit: REJECT in enforce mode; in audit mode
+ * ADMIT with the flag, reserving w->delta because the item does go ahead.
+ */
+static int exceeded(struct ka_work *w, ka_verdict_t *v, const struct ka_plan *plan, char *message)
+{
+    v->message = message;
+    if (!w->audit) {
+        v->kind = KA_VERDICT_REJECT;
+        v->error_code = ka_policy_reject_error_code(w->ctx->policy);
+        return 0;
+    }
+    v->kind = KA_VERDICT_ADMIT;
+    v->audit = true;
+    return reserve(w, v, plan);
+}
+
+static void clear_delta(struct ka_work *w)
+{
+    memset(w->delta, 0, w->broker_count * sizeof(*w->delta));
+}
+
+int ka_work_decide_exact(struct ka_work *w, ka_verdict_t *v, const struct ka_plan *plan)
+{
+    char *message;
+    int rc = check_max_partitions(w, plan, &message);
+
+    if (rc == 0 && message == NULL)
+        rc = check_brokers(w, w->delta, plan->advice, false, &message);
+    if (rc == 0 && message != NULL) {
+        rc = exceeded(w, v, plan, message);
+    } else if (rc == 0) {
+        v->kind = KA_VERDICT_ADMIT;
+        rc = reserve(w, v, plan);
+    }
+    clear_delta(w);
+    return rc;
+}
+
+/* The worst case Kafka's placer could produce, into w->delta. */
+static void bound_delta(struct ka_work *w, int32_t partitions, int32_t replication)
+{
+    ka_bound_shares(w->brokers, w->broker_count, w->rack_count, partitions, replication, w->delta);
+}
+
+/*
+ * When placement fails: the unfenced brokers short of an even share of the
+ * request, or, when fencing rather than headroom blocked it, all of them.
+ */
+static int place_failure(struct ka_work *w, const struct ka_plan *plan, int32_t partitions,
+                         int32_t replication, char **message)
+{
+    int64_t even = ((int64_t)partitions * replication + (int64_t)w->unfenced_count - 1) /
+                   (int64_t)w->unfenced_count;
+    int rc;
+
+    if (even > partitions)
+        even = partitions;
+    for (size_t i = 0; i < w->broker_count; i++)
+        w->shares[i] = w->brokers[i].fenced ? 0 : even;
+    rc = check_brokers(w, w->shares, plan->advice, false, message);
+    if (rc == 0 && *message == NULL)
+        rc = check_brokers(w, w->shares, plan->advice, true, message);
+    return rc;
+}
+
+static int decide_place(struct ka_work *w, ka_verdict_t *v, const struct ka_plan *plan,
+                        int32_t partitions, int32_t replication, uint64_t seed)
+{
+    size_t cells = (size_t)partitions * (size_t)replication;
+    int32_t *assignment = malloc(cells * sizeof(*assignment));
+    char *message = NULL;
+    int rc;
+
+    if (assignment == NULL)
+        return KA_ENOMEM;
+    for (size_t i = 0; i < w->broker_count; i++) {
+        int64_t h = w->limit[i] - w->current[i];
+
+        w->brokers[i].headroom = h > 0 ? h : 0;
+    }
+    rc = ka_place(w->brokers, w->broker_count, w->rack_count, partitions, replication, seed,
+                  assignment);
+    if (rc == KA_ELIMIT) {
+        free(assignment);
+        rc = place_failure(w, plan, partitions, replication, &message);
+        if (rc < 0)
+            return rc;
+        bound_delta(w, partitions, replication); /* audit: the broker places it */
+        return exceeded(w, v, plan, message);
+    }
+    if (rc < 0) {
+        free(assignment);
+        return rc;
+    }
+    if (w->audit) { /* audit forwards unchanged: reserve the broker's worst case */
+        free(assignment);
+        bound_delta(w, partitions, replication);
+        v->kind = KA_VERDICT_ADMIT;
+        return reserve(w, v, plan);
+    }
+    for (size_t c = 0; c < cells; c++)
+        w->delta[ka_work_broker_index(w, assignment[c])]++;
+    v->kind = KA_VERDICT_ADMIT_WITH_ASSIGNMENT;
+    v->assignment = assignment;
+    v->assignment_partitions = partitions;
+    v->assignment_replication = replication;
+    return reserve(w, v, plan);
+}
+
+int ka_work_decide_auto(struct ka_work *w, ka_verdict_t *v, const struct ka_plan *plan,
+                        int32_t partitions, int32_t replication, uint64_t seed, bool may_place)
+{
+    char *message;
+    int rc = check_max_partitions(w, plan, &message);
+
+    if (rc == 0 && message != NULL) {
+        bound_delta(w, partitions, replication);
+        rc = exceeded(w, v, plan, message);
+    } else if (rc == 0 && may_place &&
+               ka_policy_auto_assignment(w->ctx->policy) == KA_AUTO_ASSIGNMENT_PLACE &&
+               (int64_t)partitions * replication <= KA_PLACE_MAX_REPLICAS) {
+        rc = decide_place(w, v, plan, partitions, replication, seed);
+    } else if (rc == 0) {
+        bound_delta(w, partitions, replication);
+        rc = check_brokers(w, w->delta, plan->advice, false, &message);
+        if (rc == 0 && message != NULL) {
+            rc = exceeded(w, v, plan, message);
+        } else if (rc == 0) {
+            v->kind = KA_VERDICT_ADMIT;
+            rc = reserve(w, v, plan);
+        }
+    }
+    clear_delta(w);
+    return rc;
+}

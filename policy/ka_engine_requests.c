@@ -1,0 +1,416 @@
+/*
+ * ka_engine_requests.c: the four admission APIs in front of the judging
+ * core.
+ *
+ * Each walks its items in request order and first sorts out what is not a
+ * limit question. kadmit only judges limits: a topic that already exists,
+ * an unknown topic, a malformed or unknown-broker assignment, a
+ * replication factor above the broker count, a name twice in one request
+ * are the broker's to refuse, in its own words, so those items are
+ * DEFER_TO_BROKER and never masked with the rejection code. The reason is
+ * kept in the verdict's message for logs.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ka_engine_work.h"
+
+#define ADVICE_CREATE                                                                              \
+    "Raise max.broker.partitions for these brokers, add brokers, or create fewer partitions."
+#define ADVICE_REASSIGN                                                                            \
+    "Raise max.broker.partitions for these brokers, or choose other target brokers."
+
+struct item_key {
+    ka_slice_t name;
+    int32_t partition;
+    size_t index;
+};
+
+static int compare_key(const void *a, const void *b)
+{
+    const struct item_key *x = a, *y = b;
+    int c;
+
+    if (x->name.len != y->name.len)
+        return x->name.len < y->name.len ? -1 : 1;
+    c = x->name.len > 0 ? memcmp(x->name.ptr, y->name.ptr, (size_t)x->name.len) : 0;
+    if (c != 0)
+        return c;
+    return (x->partition > y->partition) - (x->partition < y->partition);
+}
+
+/* Marks every item whose (name, partition) occurs more than once. */
+static int mark_duplicates(struct item_key *keys, size_t n, bool *dup)
+{
+    qsort(keys, n, sizeof(*keys), compare_key);
+    for (size_t i = 1; i < n; i++)
+        if (compare_key(&keys[i - 1], &keys[i]) == 0)
+            dup[keys[i - 1].index] = dup[keys[i].index] = true;
+    return 0;
+}
+
+static uint64_t seed_mix(uint64_t seed, size_t index)
+{
+    return seed ^ ((uint64_t)(index + 1) * 0x9e3779b97f4a7c15ull);
+}
+
+/* A deferral from take_rows: 1, or KA_ENOMEM. */
+#define defer_row(v, ...) (ka_work_defer((v), __VA_ARGS__) < 0 ? KA_ENOMEM : 1)
+
+/*
+ * Checks explicit rows (indexed: CreateTopics' partition indices must be
+ * 0..count-1 each once) and, when they are sound, adds them to w->delta.
+ * *rf gets the common row length; expected_rf > 0 demands it. Returns 1
+ * with a deferral in v, 0 when sound, or KA_ENOMEM.
+ */
+static int take_rows(struct ka_work *w, ka_verdict_t *v, const ka_replica_assignment_t *rows,
+                     int32_t count, bool indexed, int32_t expected_rf, int32_t *rf)
+{
+    uint8_t *seen = indexed ? calloc((size_t)count, 1) : NULL;
+    int rc = 1;
+
+    if (indexed && seen == NULL)
+        return KA_ENOMEM;
+    *rf = expected_rf > 0 ? expected_rf : rows[0].broker_count;
+    for (int32_t r = 0; r < count; r++) {
+        const ka_replica_assignment_t *row = &rows[r];
+        int32_t p = indexed ? row->partition_index : r;
+
+        if (indexed && (p < 0 || p >= count || seen[p]++)) {
+            rc = defer_row(v,
+                           "the assignments' partition indices are not 0..%d, each once "
+                           "(partition %d)",
+                           count - 1, p);
+            goto out;
+        }
+        if (row->broker_count <= 0 || row->broker_ids == NULL) {
+            rc = defer_row(v, "the assignment for partition %d is empty", p);
+            goto out;
+        }
+        if (row->broker_count != *rf) {
+            rc = defer_row(v, "the assignment for partition %d has %d replicas, not %d", p,
+                           row->broker_count, *rf);
+            goto out;
+        }
+        for (int32_t i = 0; i < row->broker_count; i++) {
+            if (ka_work_broker_index(w, row->broker_ids[i]) < 0) {
+                rc = defer_row(v,
+                               "the assignment for partition %d names broker %d, which "
+                               "the cluster view does not list",
+                               p, row->broker_ids[i]);
+                goto out;
+            }
+            /* w->shares marks brokers already in this row: linear, whatever the row length. */
+            if (w->shares[ka_work_broker_index(w, row->broker_ids[i])] == r + 1) {
+                rc = defer_row(v, "the assignment for partition %d names broker %d twice", p,
+                               row->broker_ids[i]);
+                goto out;
+            }
+            w->shares[ka_work_broker_index(w, row->broker_ids[i])] = r + 1;
+        }
+    }
+    for (int32_t r = 0; r < count; r++)
+        for (int32_t i = 0; i < rows[r].broker_count; i++)
+            w->delta[ka_work_broker_index(w, rows[r].broker_ids[i])]++;
+    rc = 0;
+out:
+    memset(w->shares, 0, w->broker_count * sizeof(*w->shares));
+    free(seen);
+    return rc;
+}
+
+static void undo(const ka_decision_context_t *ctx, ka_verdict_t *verdicts, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (verdicts[i].reservation_id != 0)
+            ka_reservations_release(ctx->ledger, verdicts[i].reservation_id);
+        ka_verdict_release(&verdicts[i]);
+        verdicts[i].reservation_id = 0;
+    }
+}
+
+/* Sets up a call: verdicts zeroed, working state built, duplicates marked. */
+static int begin(struct ka_work *w, const ka_decision_context_t *ctx, ka_verdict_t *verdicts,
+                 struct item_key *keys, size_t count, bool **dup)
+{
+    memset(verdicts, 0, count * sizeof(*verdicts));
+    *dup = calloc(count + 1, sizeof(**dup));
+    if (*dup == NULL || ka_work_init(w, ctx) < 0) {
+        free(*dup);
+        return KA_ENOMEM;
+    }
+    if (keys != NULL)
+        mark_duplicates(keys, count, *dup);
+    return 0;
+}
+
+static int finish(struct ka_work *w, ka_verdict_t *verdicts, size_t count, bool *dup,
+                  struct item_key *keys, int rc)
+{
+    if (rc < 0)
+        undo(w->ctx, verdicts, count);
+    ka_work_free(w);
+    free(dup);
+    free(keys);
+    return rc;
+}
+
+static int create_topic(struct ka_work *w, const ka_create_topic_t *t, bool dup, uint64_t seed,
+                        ka_verdict_t *v)
+{
+    const ka_broker_defaults_t *defaults = ka_cluster_broker_defaults(w->ctx->view);
+    struct ka_plan plan = {.kind = KA_RESERVATION_PARTITIONS,
+                           .topic = t->name,
+                           .validate_only = t->validate_only,
+                           .advice = ADVICE_CREATE};
+    int32_t partitions = t->num_partitions, replication = t->replication_factor, rf;
+    int rc;
+
+    if (!ka_topic_name_valid(t->name))
+        return ka_work_defer(v, "the topic name is not valid");
+    if (dup)
+        return ka_work_defer(v, "the topic appears more than once in the request");
+    if (ka_cluster_find_topic(w->ctx->view, t->name) != NULL)
+        return ka_work_defer(v, "the topic already exists");
+    if (t->assignment_count > 0 && t->assignments != NULL) {
+        if (t->num_partitions != -1 || t->replication_factor != -1)
+            return ka_work_defer(v,
+                                 "assignments were given with num_partitions %d and "
+                                 "replication_factor %d; Kafka requires -1 for both",
+                                 t->num_partitions, t->replication_factor);
+        rc = take_rows(w, v, t->assignments, t->assignment_count, true, 0, &rf);
+        if (rc != 0)
+            return rc < 0 ? rc : 0;
+        plan.partition_count = plan.new_partitions = t->assignment_count;
+        return ka_work_decide_exact(w, v, &plan);
+    }
+    if (partitions == -1)
+        partitions = defaults->num_partitions;
+    if (replication == -1)
+        replication = defaults->default_replication_factor;
+    if (partitions <= 0)
+        return ka_work_defer(v, "num_partitions %d is not valid", partitions);
+    if (replication <= 0)
+        return ka_work_defer(v, "replication_factor %d is not valid", replication);
+    if ((size_t)replication > w->broker_count)
+        return ka_work_defer(v, "replication factor %d is larger than the %zu brokers", replication,
+                             w->broker_count);
+    if (w->unfenced_count == 0)
+        return ka_work_defer(v, "every broker is fenced");
+    plan.partition_count = plan.new_partitions = partitions;
+    return ka_work_decide_auto(w, v, &plan, partitions, replication, seed, true);
+}
+
+int ka_engine_create_topics(const ka_decision_context_t *ctx, const ka_create_topic_t *topics,
+                            size_t count, ka_verdict_t *verdicts)
+{
+    struct ka_work w;
+    struct item_key *keys = malloc((count + 1) * sizeof(*keys));
+    bool *dup = NULL;
+    int rc = 0;
+
+    if (keys == NULL)
+        return KA_ENOMEM;
+    for (size_t i = 0; i < count; i++)
+        keys[i] = (struct item_key){topics[i].name, 0, i};
+    if (begin(&w, ctx, verdicts, keys, count, &dup) < 0) {
+        free(keys);
+        return KA_ENOMEM;
+    }
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        if (w.stale)
+            rc = ka_work_stale(&w, &verdicts[i]);
+        else
+            rc = create_topic(&w, &topics[i], dup[i], seed_mix(ctx->seed, i), &verdicts[i]);
+    }
+    return finish(&w, verdicts, count, dup, keys, rc);
+}
+
+/* The topic's replication factor: the replica count of its first known partition. */
+static int32_t topic_replication(const ka_cluster_topic_t *topic)
+{
+    int32_t count = 0, n = ka_cluster_topic_partition_count(topic);
+
+    for (int32_t p = 0; p < n && count == 0; p++)
+        ka_cluster_topic_replicas(topic, p, &count);
+    return count;
+}
+
+static int create_partitions(struct ka_work *w, const ka_create_partitions_t *t, bool dup,
+                             uint64_t seed, ka_verdict_t *v)
+{
+    const ka_cluster_topic_t *topic = ka_cluster_find_topic(w->ctx->view, t->name);
+    struct ka_plan plan = {.kind = KA_RESERVATION_PARTITIONS,
+                           .topic = t->name,
+                           .partition_count = t->count,
+                           .validate_only = t->validate_only,
+                           .advice = ADVICE_CREATE};
+    int32_t existing, added, replication, rf;
+    int rc;
+
+    if (dup)
+        return ka_work_defer(v, "the topic appears more than once in the request");
+    if (topic == NULL)
+        return ka_work_defer(v, "the topic does not exist");
+    existing = ka_cluster_topic_partition_count(topic);
+    if (t->count <= existing)
+        return ka_work_defer(v, "the topic already has %d partitions, not fewer than %d", existing,
+                             t->count);
+    added = t->count - existing;
+    plan.new_partitions = added;
+    replication = topic_replication(topic);
+    if (replication <= 0)
+        return ka_work_defer(v, "the topic's replication factor is not known");
+    if (t->assignments != NULL) {
+        if (t->assignment_count != added)
+            return ka_work_defer(v, "%d assignments were given for %d new partitions",
+                                 t->assignment_count, added);
+        rc = take_rows(w, v, t->assignments, t->assignment_count, false, replication, &rf);
+        if (rc != 0)
+            return rc < 0 ? rc : 0;
+        return ka_work_decide_exact(w, v, &plan);
+    }
+    if ((size_t)replication > w->broker_count)
+        return ka_work_defer(v, "replication factor %d is larger than the %zu brokers", replication,
+                             w->broker_count);
+    if (w->unfenced_count == 0)
+        return ka_work_defer(v, "every broker is fenced");
+    return ka_work_decide_auto(w, v, &plan, added, replication, seed, true);
+}
+
+int ka_engine_create_partitions(const ka_decision_context_t *ctx,
+                                const ka_create_partitions_t *topics, size_t count,
+                                ka_verdict_t *verdicts)
+{
+    struct ka_work w;
+    struct item_key *keys = malloc((count + 1) * sizeof(*keys));
+    bool *dup = NULL;
+    int rc = 0;
+
+    if (keys == NULL)
+        return KA_ENOMEM;
+    for (size_t i = 0; i < count; i++)
+        keys[i] = (struct item_key){topics[i].name, 0, i};
+    if (begin(&w, ctx, verdicts, keys, count, &dup) < 0) {
+        free(keys);
+        return KA_ENOMEM;
+    }
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        if (w.stale)
+            rc = ka_work_stale(&w, &verdicts[i]);
+        else
+            rc = create_partitions(&w, &topics[i], dup[i], seed_mix(ctx->seed, i), &verdicts[i]);
+    }
+    return finish(&w, verdicts, count, dup, keys, rc);
+}
+
+static int reassign(struct ka_work *w, const ka_reassignment_t *r, bool dup, ka_verdict_t *v)
+{
+    const ka_cluster_topic_t *topic = ka_cluster_find_topic(w->ctx->view, r->topic);
+    struct ka_plan plan = {.kind = KA_RESERVATION_REPLICAS,
+                           .topic = r->topic,
+                           .partition = r->partition,
+                           .targets = r->replicas,
+                           .target_count = r->replica_count,
+                           .advice = ADVICE_REASSIGN};
+    const int32_t *current;
+    int32_t current_count;
+    int rc;
+
+    if (dup)
+        return ka_work_defer(v, "the partition appears more than once in the request");
+    if (topic == NULL)
+        return ka_work_defer(v, "the topic does not exist");
+    current = ka_cluster_topic_replicas(topic, r->partition, &current_count);
+    if (current == NULL)
+        return ka_work_defer(v, "the partition does not exist");
+    {
+        ka_replica_assignment_t row = {r->partition, r->replicas, r->replica_count};
+        int32_t rf;
+
+        rc = take_rows(w, v, &row, 1, false, r->replica_count > 0 ? r->replica_count : 1, &rf);
+        if (rc != 0)
+            return rc < 0 ? rc : 0;
+    }
+    /* Projected = current - removed + added: only the added replicas need
+     * headroom; removed ones are credited when a view no longer shows them. */
+    for (int32_t i = 0; i < current_count; i++) {
+        long at = ka_work_broker_index(w, current[i]);
+
+        for (int32_t j = 0; j < r->replica_count && at >= 0; j++)
+            if (r->replicas[j] == current[i])
+                w->delta[at]--;
+    }
+    return ka_work_decide_exact(w, v, &plan);
+}
+
+int ka_engine_alter_reassignments(const ka_decision_context_t *ctx,
+                                  const ka_reassignment_t *partitions, size_t count,
+                                  ka_verdict_t *verdicts)
+{
+    struct ka_work w;
+    struct item_key *keys = malloc((count + 1) * sizeof(*keys));
+    bool *dup = NULL;
+    int rc = 0;
+
+    if (keys == NULL)
+        return KA_ENOMEM;
+    for (size_t i = 0; i < count; i++)
+        keys[i] = (struct item_key){partitions[i].topic, partitions[i].partition, i};
+    if (begin(&w, ctx, verdicts, keys, count, &dup) < 0) {
+        free(keys);
+        return KA_ENOMEM;
+    }
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        if (partitions[i].replicas == NULL)
+            verdicts[i].kind = KA_VERDICT_ADMIT; /* a cancel never adds a replica */
+        else if (w.stale)
+            rc = ka_work_stale(&w, &verdicts[i]);
+        else
+            rc = reassign(&w, &partitions[i], dup[i], &verdicts[i]);
+    }
+    return finish(&w, verdicts, count, dup, keys, rc);
+}
+
+static int auto_create(struct ka_work *w, ka_slice_t name, ka_verdict_t *v)
+{
+    const ka_broker_defaults_t *defaults = ka_cluster_broker_defaults(w->ctx->view);
+    struct ka_plan plan = {
+        .kind = KA_RESERVATION_PARTITIONS, .topic = name, .advice = ADVICE_CREATE};
+    int32_t partitions = defaults->num_partitions;
+    int32_t replication = defaults->default_replication_factor;
+
+    v->kind = KA_VERDICT_ADMIT;
+    /* Nothing will be created: a bad name, an existing topic, a creation
+     * already admitted (clients repeat Metadata requests while they wait),
+     * or defaults the broker cannot satisfy. */
+    if (!ka_topic_name_valid(name) || ka_cluster_find_topic(w->ctx->view, name) != NULL ||
+        ka_reservations_has_topic(w->ctx->ledger, name) || partitions <= 0 || replication <= 0 ||
+        (size_t)replication > w->broker_count || w->unfenced_count == 0)
+        return 0;
+    plan.partition_count = plan.new_partitions = partitions;
+    /* The broker places auto-created topics itself: always the bound. */
+    return ka_work_decide_auto(w, v, &plan, partitions, replication, 0, false);
+}
+
+int ka_engine_auto_create(const ka_decision_context_t *ctx, const ka_slice_t *topics, size_t count,
+                          bool allow_auto_topic_creation, ka_verdict_t *verdicts)
+{
+    struct ka_work w;
+    bool *dup = NULL;
+    int rc = 0;
+
+    if (begin(&w, ctx, verdicts, NULL, count, &dup) < 0)
+        return KA_ENOMEM;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        if (!allow_auto_topic_creation ||
+            (ctx->view != NULL &&
+             !ka_cluster_broker_defaults(ctx->view)->auto_create_topics_enable))
+            verdicts[i].kind = KA_VERDICT_ADMIT;
+        else if (w.stale)
+            rc = ka_work_stale(&w, &verdicts[i]);
+        else
+            rc = auto_create(&w, topics[i], &verdicts[i]);
+    }
+    return finish(&w, verdicts, count, dup, NULL, rc);
+}

@@ -1,0 +1,46 @@
+/*
+ * ka_placement.h: replica placement and the worst-case bound, for the
+ * engine only (not part of policy/'s public face).
+ *
+ * Both work on a flat table of brokers that the engine prepares from the
+ * view, the policy and the ledger: rack as a small index, fenced flag, and
+ * headroom (replicas the broker can still take without exceeding its
+ * limit).
+ */
+#ifndef KA_PLACEMENT_H
+#define KA_PLACEMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ka_error.h"
+
+typedef struct ka_place_broker {
+    int32_t id;
+    int32_t rack;     /* rack group, 0..rack_count-1; brokers without a rack share one */
+    bool fenced;      /* never a leader; a follower only when nothing else fits */
+    int64_t headroom; /* limit - hosted - reserved, clamped at 0 */
+} ka_place_broker_t;
+
+/*
+ * Computes an assignment of `partitions` rows of `replication` distinct
+ * brokers into out (leader first), rack-aware and spread like Kafka's
+ * StripedReplicaPlacer, using no broker beyond its headroom. Ties are
+ * broken by an order derived from seed. Returns 0, KA_ELIMIT when no
+ * assignment fits the headroom, or KA_ENOMEM.
+ */
+int ka_place(const ka_place_broker_t *brokers, size_t broker_count, int32_t rack_count,
+             int32_t partitions, int32_t replication, uint64_t seed, int32_t *out);
+
+/*
+ * The most replicas Kafka's own placer can put on each broker for
+ * `partitions` x `replication` (KIP-578 bound mode): q*R + min(r, R) with
+ * P = q*B + r on a single rack, and a conservative per-rack generalisation
+ * otherwise (docs/admission.md). Fenced brokers get 0 unless fewer than R
+ * brokers are unfenced. Writes broker_count entries to shares.
+ */
+void ka_bound_shares(const ka_place_broker_t *brokers, size_t broker_count, int32_t rack_count,
+                     int64_t partitions, int32_t replication, int64_t *shares);
+
+#endif

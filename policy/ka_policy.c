@@ -1,0 +1,342 @@
+/*
+ * ka_policy.c: parsing and validating the admission policy.
+ *
+ * Parsing is table-free but strict: every key of the document is looked
+ * at once, in document order, and the first problem becomes the error
+ * sentence, always "<dotted.field>: <what is wrong>, got <value>". A
+ * snapshot is built only from a document that passed every check, so a
+ * caller can keep its previous policy on any error.
+ */
+#include "ka_policy_snapshot.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MS_MAX 86400000 /* one day: longer intervals are certainly typos */
+
+/* Leaves parse_key on the first invalid value; the error is already written. */
+#define CHECK(expr)                                                                                \
+    do {                                                                                           \
+        if ((expr) < 0)                                                                            \
+            return KA_EINVALID;                                                                    \
+    } while (0)
+
+static void fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL || errlen == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* Describes a JSON value for "got ..." in an error sentence. */
+static void describe(const json_t *v, char *buf, size_t len)
+{
+    switch (json_typeof(v)) {
+    case JSON_INTEGER:
+        snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        break;
+    case JSON_REAL:
+        snprintf(buf, len, "%g", json_real_value(v));
+        break;
+    case JSON_STRING:
+        snprintf(buf, len, "\"%.40s\"", json_string_value(v));
+        break;
+    case JSON_TRUE:
+    case JSON_FALSE:
+        snprintf(buf, len, "%s", json_is_true(v) ? "true" : "false");
+        break;
+    case JSON_NULL:
+        snprintf(buf, len, "null");
+        break;
+    case JSON_OBJECT:
+        snprintf(buf, len, "an object");
+        break;
+    case JSON_ARRAY:
+        snprintf(buf, len, "an array");
+        break;
+    }
+}
+
+static int get_int(const json_t *v, const char *field, int64_t min, int64_t max, int64_t *out,
+                   char *err, size_t errlen)
+{
+    char got[64];
+
+    if (json_is_integer(v) && json_integer_value(v) >= min && json_integer_value(v) <= max) {
+        *out = json_integer_value(v);
+        return 0;
+    }
+    describe(v, got, sizeof(got));
+    fail(err, errlen, "%s: must be an integer between %" PRId64 " and %" PRId64 ", got %s", field,
+         min, max, got);
+    return KA_EINVALID;
+}
+
+static int get_choice(const json_t *v, const char *field, const char *a, const char *b, int *out,
+                      char *err, size_t errlen)
+{
+    char got[64];
+
+    if (json_is_string(v) && strcmp(json_string_value(v), a) == 0) {
+        *out = 0;
+        return 0;
+    }
+    if (json_is_string(v) && strcmp(json_string_value(v), b) == 0) {
+        *out = 1;
+        return 0;
+    }
+    describe(v, got, sizeof(got));
+    fail(err, errlen, "%s: must be \"%s\" or \"%s\", got %s", field, a, b, got);
+    return KA_EINVALID;
+}
+
+void ka_policy_set_defaults(ka_policy_t *p, uint64_t version)
+{
+    atomic_init(&p->refs, 1);
+    p->version = version;
+    p->default_limit = KA_POLICY_UNLIMITED;
+    p->max_partitions = KA_POLICY_UNLIMITED;
+    p->enforcement = KA_ENFORCEMENT_ENFORCE;
+    p->reject_error_code = 88;
+    p->auto_assignment = KA_AUTO_ASSIGNMENT_PLACE;
+    p->refresh_interval_ms = 30000;
+    p->max_staleness_ms = 120000;
+    p->refresh_before_decision_ms = 5000;
+    p->reservation_expiry_ms = 300000;
+    p->override_count = 0;
+    p->overrides = NULL;
+}
+
+/* Broker ids are written as canonical decimals: "7", never "07" or "+7". */
+static int parse_broker_id(const char *key, int32_t *out)
+{
+    int64_t v = 0;
+    size_t n = strlen(key);
+
+    if (n == 0 || n > 10 || (n > 1 && key[0] == '0'))
+        return KA_EINVALID;
+    for (size_t i = 0; i < n; i++) {
+        if (key[i] < '0' || key[i] > '9')
+            return KA_EINVALID;
+        v = v * 10 + (key[i] - '0');
+    }
+    if (v > INT32_MAX)
+        return KA_EINVALID;
+    *out = (int32_t)v;
+    return 0;
+}
+
+int ka_policy_compare_override(const void *a, const void *b)
+{
+    const struct ka_broker_limit *x = a, *y = b;
+
+    return (x->broker_id > y->broker_id) - (x->broker_id < y->broker_id);
+}
+
+static int parse_brokers(ka_policy_t *p, const json_t *brokers, char *err, size_t errlen)
+{
+    const char *key;
+    json_t *entry;
+    size_t n = json_object_size(brokers), i = 0;
+    char got[64], field[128];
+
+    if (!json_is_object(brokers)) {
+        describe(brokers, got, sizeof(got));
+        fail(err, errlen,
+             "brokers: must be an object mapping broker ids to "
+             "{\"max.broker.partitions\": N}, got %s",
+             got);
+        return KA_EINVALID;
+    }
+    if (n == 0)
+        return 0;
+    p->overrides = calloc(n, sizeof(*p->overrides));
+    if (p->overrides == NULL)
+        return KA_ENOMEM;
+    json_object_foreach((json_t *)brokers, key, entry)
+    {
+        const char *inner_key;
+        json_t *inner;
+        int64_t limit = -1;
+
+        if (parse_broker_id(key, &p->overrides[i].broker_id) < 0) {
+            fail(err, errlen,
+                 "brokers.%.40s: broker id must be a decimal integer between 0 and 2147483647",
+                 key);
+            return KA_EINVALID;
+        }
+        if (!json_is_object(entry)) {
+            describe(entry, got, sizeof(got));
+            fail(err, errlen,
+                 "brokers.%s: must be an object such as {\"max.broker.partitions\": 1000}, got %s",
+                 key, got);
+            return KA_EINVALID;
+        }
+        json_object_foreach(entry, inner_key, inner)
+        {
+            snprintf(field, sizeof(field), "brokers.%s.%.40s", key, inner_key);
+            if (strcmp(inner_key, "max.broker.partitions") != 0) {
+                fail(err, errlen,
+                     "%s: unknown key (the only key allowed here is "
+                     "max.broker.partitions)",
+                     field);
+                return KA_EINVALID;
+            }
+            if (get_int(inner, field, 0, INT32_MAX, &limit, err, errlen) < 0)
+                return KA_EINVALID;
+        }
+        if (limit < 0) {
+            fail(err, errlen, "brokers.%s: missing max.broker.partitions", key);
+            return KA_EINVALID;
+        }
+        p->overrides[i++].limit = (int32_t)limit;
+    }
+    p->override_count = i;
+    qsort(p->overrides, p->override_count, sizeof(*p->overrides), ka_policy_compare_override);
+    return 0;
+}
+
+static int parse_key(ka_policy_t *p, const char *key, const json_t *v, char *err, size_t errlen)
+{
+    int64_t n;
+    int choice;
+
+    if (strcmp(key, "max.broker.partitions") == 0) {
+        CHECK(get_int(v, key, 0, INT32_MAX, &n, err, errlen));
+        p->default_limit = (int32_t)n;
+    } else if (strcmp(key, "brokers") == 0) {
+        return parse_brokers(p, v, err, errlen);
+    } else if (strcmp(key, "max.partitions") == 0) {
+        CHECK(get_int(v, key, 0, INT32_MAX, &n, err, errlen));
+        p->max_partitions = (int32_t)n;
+    } else if (strcmp(key, "enforcement") == 0) {
+        CHECK(get_choice(v, key, "enforce", "audit", &choice, err, errlen));
+        p->enforcement = choice ? KA_ENFORCEMENT_AUDIT : KA_ENFORCEMENT_ENFORCE;
+    } else if (strcmp(key, "reject.error.code") == 0) {
+        CHECK(get_int(v, key, 1, INT16_MAX, &n, err, errlen));
+        if (n == 41 || n == 89) {
+            fail(err, errlen,
+                 "reject.error.code: %" PRId64 " is retriable, so clients would retry the "
+                 "rejected request; use 88 or 44 (POLICY_VIOLATION), got %" PRId64,
+                 n, n);
+            return KA_EINVALID;
+        }
+        p->reject_error_code = (int16_t)n;
+    } else if (strcmp(key, "auto.assignment") == 0) {
+        CHECK(get_choice(v, key, "place", "bound", &choice, err, errlen));
+        p->auto_assignment = choice ? KA_AUTO_ASSIGNMENT_BOUND : KA_AUTO_ASSIGNMENT_PLACE;
+    } else if (strcmp(key, "metadata.refresh.interval.ms") == 0) {
+        CHECK(get_int(v, key, 100, MS_MAX, &p->refresh_interval_ms, err, errlen));
+    } else if (strcmp(key, "metadata.max.staleness.ms") == 0) {
+        CHECK(get_int(v, key, 1000, MS_MAX, &p->max_staleness_ms, err, errlen));
+    } else if (strcmp(key, "metadata.refresh.before.decision.ms") == 0) {
+        CHECK(get_int(v, key, 0, MS_MAX, &p->refresh_before_decision_ms, err, errlen));
+    } else if (strcmp(key, "reservation.expiry.ms") == 0) {
+        CHECK(get_int(v, key, 1000, MS_MAX, &p->reservation_expiry_ms, err, errlen));
+    } else {
+        fail(err, errlen,
+             "%.60s: unknown key; the known keys are max.broker.partitions, brokers, "
+             "max.partitions, enforcement, reject.error.code, auto.assignment, "
+             "metadata.refresh.interval.ms, metadata.max.staleness.ms, "
+             "metadata.refresh.before.decision.ms and reservation.expiry.ms",
+             key);
+        return KA_EINVALID;
+    }
+    return 0;
+}
+
+/* Relations between keys, checked once every key has its value. */
+static int check_relations(const ka_policy_t *p, char *err, size_t errlen)
+{
+    if (p->refresh_interval_ms > p->max_staleness_ms) {
+        fail(err, errlen,
+             "metadata.refresh.interval.ms: must not exceed metadata.max.staleness.ms (%" PRId64
+             "), or the view goes stale between refreshes, got %" PRId64,
+             p->max_staleness_ms, p->refresh_interval_ms);
+        return KA_EINVALID;
+    }
+    if (p->refresh_before_decision_ms > p->max_staleness_ms) {
+        fail(err, errlen,
+             "metadata.refresh.before.decision.ms: must not exceed metadata.max.staleness.ms "
+             "(%" PRId64 "), got %" PRId64,
+             p->max_staleness_ms, p->refresh_before_decision_ms);
+        return KA_EINVALID;
+    }
+    if (p->reservation_expiry_ms <= p->max_staleness_ms) {
+        fail(err, errlen,
+             "reservation.expiry.ms: must be greater than metadata.max.staleness.ms (%" PRId64
+             "), or a reservation could expire before any usable view shows it, got %" PRId64,
+             p->max_staleness_ms, p->reservation_expiry_ms);
+        return KA_EINVALID;
+    }
+    return 0;
+}
+
+int ka_policy_parse(const char *json, size_t len, uint64_t version, ka_policy_t **out, char *err,
+                    size_t errlen)
+{
+    json_error_t jerr;
+    json_t *root, *v;
+    const char *key;
+    ka_policy_t *p = NULL;
+    char got[64];
+    int rc = KA_EINVALID;
+
+    *out = NULL;
+    root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL) {
+        fail(err, errlen, "policy: not valid JSON at line %d, column %d: %s", jerr.line,
+             jerr.column, jerr.text);
+        return KA_EINVALID;
+    }
+    if (!json_is_object(root)) {
+        describe(root, got, sizeof(got));
+        fail(err, errlen, "policy: must be a JSON object, got %s", got);
+        goto out;
+    }
+    p = malloc(sizeof(*p));
+    if (p == NULL) {
+        rc = KA_ENOMEM;
+        goto out;
+    }
+    ka_policy_set_defaults(p, version);
+    json_object_foreach(root, key, v)
+    {
+        rc = parse_key(p, key, v, err, errlen);
+        if (rc < 0)
+            goto out;
+    }
+    rc = check_relations(p, err, errlen);
+    if (rc < 0)
+        goto out;
+    *out = p;
+    p = NULL;
+out:
+    if (p != NULL) {
+        free(p->overrides);
+        free(p);
+    }
+    json_decref(root);
+    return rc;
+}
+
+int ka_policy_new_default(uint64_t version, ka_policy_t **out)
+{
+    *out = malloc(sizeof(**out));
+    if (*out == NULL)
+        return KA_ENOMEM;
+    ka_policy_set_defaults(*out, version);
+    return 0;
+}

@@ -1,0 +1,266 @@
+/*
+ * ka_policy_snapshot.c: what can be done with a validated policy:
+ * serialize it, derive a changed copy for the admin API, compare it, read
+ * it, and share it by reference count.
+ */
+#include "ka_policy_snapshot.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void report(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void report(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL || errlen == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static int add_int(json_t *obj, const char *key, json_int_t v)
+{
+    return json_object_set_new(obj, key, json_integer(v));
+}
+
+char *ka_policy_serialize(const ka_policy_t *p)
+{
+    json_t *root = json_object(), *brokers = json_object();
+    char *text = NULL, *copy = NULL;
+    char id[16];
+    int bad = root == NULL || brokers == NULL;
+
+    bad |= add_int(root, "max.broker.partitions", p->default_limit);
+    for (size_t i = 0; i < p->override_count && !bad; i++) {
+        json_t *entry = json_object();
+
+        snprintf(id, sizeof(id), "%" PRId32, p->overrides[i].broker_id);
+        bad |= entry == NULL || add_int(entry, "max.broker.partitions", p->overrides[i].limit);
+        bad |= json_object_set_new(brokers, id, entry);
+    }
+    bad |= json_object_set(root, "brokers", brokers);
+    bad |= add_int(root, "max.partitions", p->max_partitions);
+    bad |= json_object_set_new(
+        root, "enforcement",
+        json_string(p->enforcement == KA_ENFORCEMENT_AUDIT ? "audit" : "enforce"));
+    bad |= add_int(root, "reject.error.code", p->reject_error_code);
+    bad |= json_object_set_new(
+        root, "auto.assignment",
+        json_string(p->auto_assignment == KA_AUTO_ASSIGNMENT_BOUND ? "bound" : "place"));
+    bad |= add_int(root, "metadata.refresh.interval.ms", p->refresh_interval_ms);
+    bad |= add_int(root, "metadata.max.staleness.ms", p->max_staleness_ms);
+    bad |= add_int(root, "metadata.refresh.before.decision.ms", p->refresh_before_decision_ms);
+    bad |= add_int(root, "reservation.expiry.ms", p->reservation_expiry_ms);
+    if (!bad)
+        text = json_dumps(root, JSON_INDENT(2));
+    /* Copied so that callers free() it whatever allocator jansson uses. */
+    if (text != NULL) {
+        copy = strdup(text);
+        free(text);
+    }
+    json_decref(brokers);
+    json_decref(root);
+    return copy;
+}
+
+ka_policy_t *ka_policy_ref(ka_policy_t *p)
+{
+    if (p != NULL)
+        atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
+    return p;
+}
+
+void ka_policy_unref(ka_policy_t *p)
+{
+    if (p == NULL || atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    free(p->overrides);
+    free(p);
+}
+
+/* Copies base with room for one more override. */
+static int copy_policy(const ka_policy_t *base, uint64_t version, ka_policy_t **out)
+{
+    ka_policy_t *p = malloc(sizeof(*p));
+
+    if (p == NULL)
+        return KA_ENOMEM;
+    memcpy(p, base, sizeof(*p));
+    atomic_init(&p->refs, 1);
+    p->version = version;
+    p->overrides = malloc((base->override_count + 1) * sizeof(*p->overrides));
+    if (p->overrides == NULL) {
+        free(p);
+        return KA_ENOMEM;
+    }
+    if (base->override_count > 0)
+        memcpy(p->overrides, base->overrides, base->override_count * sizeof(*p->overrides));
+    *out = p;
+    return 0;
+}
+
+static struct ka_broker_limit *find_override(const ka_policy_t *p, int32_t broker_id)
+{
+    struct ka_broker_limit key = {.broker_id = broker_id};
+
+    if (p->override_count == 0)
+        return NULL;
+    return bsearch(&key, p->overrides, p->override_count, sizeof(key), ka_policy_compare_override);
+}
+
+int ka_policy_with_broker_limit(const ka_policy_t *base, int32_t broker_id, int64_t limit,
+                                uint64_t version, ka_policy_t **out, char *err, size_t errlen)
+{
+    struct ka_broker_limit *o;
+    int rc;
+
+    if (broker_id < 0) {
+        report(err, errlen, "brokers.%" PRId32 ": broker id must be between 0 and 2147483647",
+               broker_id);
+        return KA_EINVALID;
+    }
+    if (limit < 0 || limit > INT32_MAX) {
+        report(err, errlen,
+               "brokers.%" PRId32 ".max.broker.partitions: must be an integer between 0 and "
+               "2147483647, got %" PRId64,
+               broker_id, limit);
+        return KA_EINVALID;
+    }
+    rc = copy_policy(base, version, out);
+    if (rc < 0)
+        return rc;
+    o = find_override(*out, broker_id);
+    if (o == NULL) {
+        o = &(*out)->overrides[(*out)->override_count++];
+        o->broker_id = broker_id;
+    }
+    o->limit = (int32_t)limit;
+    qsort((*out)->overrides, (*out)->override_count, sizeof(*o), ka_policy_compare_override);
+    return 0;
+}
+
+int ka_policy_without_broker_limit(const ka_policy_t *base, int32_t broker_id, uint64_t version,
+                                   ka_policy_t **out)
+{
+    struct ka_broker_limit *o;
+    int rc = copy_policy(base, version, out);
+
+    if (rc < 0)
+        return rc;
+    o = find_override(*out, broker_id);
+    if (o != NULL) {
+        size_t index = (size_t)(o - (*out)->overrides);
+
+        memmove(o, o + 1, ((*out)->override_count - index - 1) * sizeof(*o));
+        (*out)->override_count--;
+    }
+    return 0;
+}
+
+int ka_policy_with_default_limit(const ka_policy_t *base, int64_t limit, uint64_t version,
+                                 ka_policy_t **out, char *err, size_t errlen)
+{
+    int rc;
+
+    if (limit < 0 || limit > INT32_MAX) {
+        report(err, errlen,
+               "max.broker.partitions: must be an integer between 0 and 2147483647, got %" PRId64,
+               limit);
+        return KA_EINVALID;
+    }
+    rc = copy_policy(base, version, out);
+    if (rc < 0)
+        return rc;
+    (*out)->default_limit = (int32_t)limit;
+    return 0;
+}
+
+int ka_policy_equal(const ka_policy_t *a, const ka_policy_t *b)
+{
+    return a->default_limit == b->default_limit && a->max_partitions == b->max_partitions &&
+           a->enforcement == b->enforcement && a->reject_error_code == b->reject_error_code &&
+           a->auto_assignment == b->auto_assignment &&
+           a->refresh_interval_ms == b->refresh_interval_ms &&
+           a->max_staleness_ms == b->max_staleness_ms &&
+           a->refresh_before_decision_ms == b->refresh_before_decision_ms &&
+           a->reservation_expiry_ms == b->reservation_expiry_ms &&
+           a->override_count == b->override_count &&
+           (a->override_count == 0 ||
+            memcmp(a->overrides, b->overrides, a->override_count * sizeof(*a->overrides)) == 0);
+}
+
+uint64_t ka_policy_version(const ka_policy_t *p)
+{
+    return p->version;
+}
+
+int32_t ka_policy_broker_limit(const ka_policy_t *p, int32_t broker_id)
+{
+    const struct ka_broker_limit *o = find_override(p, broker_id);
+
+    return o != NULL ? o->limit : p->default_limit;
+}
+
+int32_t ka_policy_default_broker_limit(const ka_policy_t *p)
+{
+    return p->default_limit;
+}
+
+size_t ka_policy_override_count(const ka_policy_t *p)
+{
+    return p->override_count;
+}
+
+void ka_policy_override_at(const ka_policy_t *p, size_t index, int32_t *broker_id, int32_t *limit)
+{
+    *broker_id = p->overrides[index].broker_id;
+    *limit = p->overrides[index].limit;
+}
+
+int32_t ka_policy_max_partitions(const ka_policy_t *p)
+{
+    return p->max_partitions;
+}
+
+enum ka_enforcement ka_policy_enforcement(const ka_policy_t *p)
+{
+    return p->enforcement;
+}
+
+int16_t ka_policy_reject_error_code(const ka_policy_t *p)
+{
+    return p->reject_error_code;
+}
+
+enum ka_auto_assignment ka_policy_auto_assignment(const ka_policy_t *p)
+{
+    return p->auto_assignment;
+}
+
+int64_t ka_policy_metadata_refresh_interval_ms(const ka_policy_t *p)
+{
+    return p->refresh_interval_ms;
+}
+
+int64_t ka_policy_metadata_max_staleness_ms(const ka_policy_t *p)
+{
+    return p->max_staleness_ms;
+}
+
+int64_t ka_policy_metadata_refresh_before_decision_ms(const ka_policy_t *p)
+{
+    return p->refresh_before_decision_ms;
+}
+
+int64_t ka_policy_reservation_expiry_ms(const ka_policy_t *p)
+{
+    return p->reservation_expiry_ms;
+}

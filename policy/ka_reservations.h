@@ -1,0 +1,84 @@
+/*
+ * ka_reservations.h: the reservation ledger (ARCHITECTURE invariant 6).
+ *
+ * Between the moment kadmit admits a request and the moment a refreshed
+ * cluster view shows its result, the replicas it will create are invisible
+ * to the view. The ledger holds them: each admitted item reserves replicas
+ * on brokers (and partitions against max.partitions) under an id, and the
+ * engine counts every outstanding reservation as if it were already
+ * hosted. A reservation ends in one of three ways:
+ *   - ka_reservations_release: the broker answered with an error for it;
+ *   - ka_reservations_reconcile: a new cluster view already shows it (the
+ *     topic has its partitions, the partition's replica list contains the
+ *     targets), so the view counts it from now on;
+ *   - ka_reservations_expire: its expiry passed, a safety net for answers
+ *     that never came back (the client went away) and views that never show
+ *     it (the topic was deleted at once).
+ *
+ * The ledger is mutable and not thread-safe: one owner (the proxy's loop)
+ * calls it, and the engine adds to it while deciding.
+ */
+#ifndef KA_RESERVATIONS_H
+#define KA_RESERVATIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ka_cluster.h"
+#include "ka_error.h"
+#include "ka_reader.h"
+
+/* How a cluster view shows that a reservation has happened. */
+enum ka_reservation_kind {
+    /* The topic exists with at least partition_count partitions. */
+    KA_RESERVATION_PARTITIONS,
+    /* The partition's replica list contains every broker in replicas. */
+    KA_RESERVATION_REPLICAS,
+};
+
+typedef struct ka_broker_delta {
+    int32_t broker_id;
+    int32_t replicas; /* replicas reserved on the broker (> 0) */
+} ka_broker_delta_t;
+
+/* What to reserve; everything is copied by ka_reservations_add. */
+typedef struct ka_reservation_spec {
+    enum ka_reservation_kind kind;
+    ka_slice_t topic;
+    int32_t partition_count;         /* PARTITIONS: the total the view must show */
+    int32_t partition;               /* REPLICAS: the partition being reassigned */
+    const int32_t *replicas;         /* REPLICAS: the target replica list */
+    int32_t replica_count;           /* REPLICAS: entries in replicas */
+    int32_t new_partitions;          /* partitions counted against max.partitions */
+    const ka_broker_delta_t *deltas; /* replicas per broker */
+    size_t delta_count;
+    int64_t expires_at_ms; /* the caller's clock */
+} ka_reservation_spec_t;
+
+typedef struct ka_reservations ka_reservations_t;
+
+int ka_reservations_new(ka_reservations_t **out);
+void ka_reservations_free(ka_reservations_t *ledger);
+
+/* Records a reservation and returns its id (never 0) in *id. */
+int ka_reservations_add(ka_reservations_t *ledger, const ka_reservation_spec_t *spec, uint64_t *id);
+/* Ends a reservation; KA_EINVALID when the id is not outstanding. */
+int ka_reservations_release(ka_reservations_t *ledger, uint64_t id);
+/*
+ * Ends every reservation that `view` already shows. Call it with each new
+ * view before deciding against that view. Returns how many ended.
+ */
+size_t ka_reservations_reconcile(ka_reservations_t *ledger, const ka_cluster_t *view);
+/* Ends every reservation whose expiry is at or before now_ms; returns how many. */
+size_t ka_reservations_expire(ka_reservations_t *ledger, int64_t now_ms);
+
+/* Replicas reserved on a broker by all outstanding reservations. */
+int64_t ka_reservations_broker_replicas(const ka_reservations_t *ledger, int32_t broker_id);
+/* Partitions reserved against max.partitions. */
+int64_t ka_reservations_partitions(const ka_reservations_t *ledger);
+size_t ka_reservations_count(const ka_reservations_t *ledger);
+/* True when a PARTITIONS reservation for this topic is outstanding. */
+bool ka_reservations_has_topic(const ka_reservations_t *ledger, ka_slice_t topic);
+
+#endif
