@@ -16,6 +16,7 @@ void ka_reader_init(ka_reader_t *r, const uint8_t *buf, size_t len)
     r->off = 0;
     r->err = 0;
     r->err_off = 0;
+    r->noncanonical = 0;
 }
 
 int ka_reader_fail(ka_reader_t *r, int err)
@@ -144,8 +145,16 @@ static int read_varbits(ka_reader_t *r, int max_bytes, uint64_t *out)
         if (off >= r->len)
             return ka_reader_fail(r, KA_EUNDERFLOW);
         uint8_t b = r->buf[off++];
+        /* The tenth byte of a 64-bit varint carries only bit 63; anything
+         * more would be silently shifted out and change the value. */
+        if (i == 9 && b > 1)
+            return ka_reader_fail(r, KA_EINVALID);
         v |= (uint64_t)(b & 0x7f) << (7 * i);
         if ((b & 0x80) == 0) {
+            /* A zero final byte after the first adds nothing: the value
+             * had a shorter encoding. */
+            if (i > 0 && b == 0)
+                r->noncanonical++;
             r->off = off;
             *out = v;
             return 0;
@@ -388,6 +397,9 @@ int ka_read_compact_nullable_array_count(ka_reader_t *r, size_t min_elem_size, i
 int ka_read_tagged_fields(ka_reader_t *r, ka_slice_t *section)
 {
     size_t start = r->off;
+    /* The section is kept verbatim, so its varints round-trip whatever
+     * their encoding: they do not make the frame non-canonical. */
+    uint32_t noncanonical = r->noncanonical;
     uint32_t count;
     int rc = ka_read_uvarint(r, &count);
     if (rc < 0)
@@ -413,6 +425,7 @@ int ka_read_tagged_fields(ka_reader_t *r, ka_slice_t *section)
         if ((rc = ka_read_raw(r, size, &ignored)) < 0)
             return rc;
     }
+    r->noncanonical = noncanonical;
     section->ptr = r->buf + start;
     section->len = (int32_t)(r->off - start);
     return 0;

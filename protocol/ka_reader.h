@@ -24,7 +24,7 @@
 /* No array in any message kadmit decodes can hold more elements than this. */
 #define KA_MAX_ARRAY_COUNT (4 * 1024 * 1024)
 /* Tagged-field caps, after Envoy's Kafka codec: an attacker controls both. */
-#define KA_MAX_TAGGED_FIELDS 64
+#define KA_MAX_TAGGED_FIELDS     64
 #define KA_MAX_TAGGED_FIELD_SIZE (64 * 1024)
 
 /* A view of bytes inside a frame. len == -1 means null. */
@@ -39,6 +39,10 @@ typedef struct ka_reader {
     size_t off;         /* next byte to read */
     int err;            /* first error seen, or 0 */
     size_t err_off;     /* offset at which err happened */
+    /* Count of varints read in a longer-than-minimal encoding. Such frames
+     * decode fine but cannot be re-encoded byte for byte, which is what the
+     * fuzzers' round-trip check needs to know. */
+    uint32_t noncanonical;
 } ka_reader_t;
 
 /* Evaluates a read; on failure jumps to the caller's `err_parse:` label. */

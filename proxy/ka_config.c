@@ -1,0 +1,332 @@
+/*
+ * ka_config.c: option table, defaults, environment and flag parsing.
+ *
+ * Every option accepts `--flag value` and `--flag=value`; its environment
+ * variable is KADMIT_ followed by the flag name in upper case with dashes
+ * as underscores (--buffer-memory -> KADMIT_BUFFER_MEMORY).
+ */
+#include "ka_config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ka_error.h"
+
+#define MiB (1024ull * 1024ull)
+
+typedef int (*setter_fn)(ka_config_t *cfg, const char *value, char *err, size_t errlen);
+
+typedef struct option {
+    const char *flag; /* without the leading dashes */
+    const char *env;
+    setter_fn set; /* NULL for --help and --version */
+    const char *meta;
+    const char *help;
+} option_t;
+
+static int set_listen(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return ka_config_parse_hostport(v, &c->listen, e, n);
+}
+
+static int set_upstream(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    int rc = ka_config_parse_hostport(v, &c->upstream, e, n);
+    if (rc == 0 && c->upstream.port == 0) {
+        snprintf(e, n, "the upstream port must not be 0");
+        return KA_EINVALID;
+    }
+    return rc;
+}
+
+static int set_log_level(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    if (ka_log_level_parse(v, &c->log_level) == 0)
+        return 0;
+    snprintf(e, n, "expected error, warn, info or debug");
+    return KA_EINVALID;
+}
+
+static int set_log_format(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    if (ka_log_format_parse(v, &c->log_format) == 0)
+        return 0;
+    snprintf(e, n, "expected text or json");
+    return KA_EINVALID;
+}
+
+/* Parses a decimal count in [min, max]. */
+static int parse_count(const char *v, uint64_t min, uint64_t max, uint64_t *out, char *e, size_t n)
+{
+    char *end;
+    if (!isdigit((unsigned char)v[0])) {
+        snprintf(e, n, "expected a whole number");
+        return KA_EINVALID;
+    }
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*end != '\0') {
+        snprintf(e, n, "expected a whole number");
+        return KA_EINVALID;
+    }
+    if (errno == ERANGE || x < min || x > max) {
+        snprintf(e, n, "must be between %llu and %llu", (unsigned long long)min,
+                 (unsigned long long)max);
+        return KA_ELIMIT;
+    }
+    *out = x;
+    return 0;
+}
+
+static int set_max_frame(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    uint64_t x;
+    int rc = ka_config_parse_size(v, &x, e, n);
+    if (rc < 0)
+        return rc;
+    /* A Kafka frame size is an int32; 64 bytes is smaller than any header. */
+    if (x < 64 || x > INT32_MAX) {
+        snprintf(e, n, "must be between 64 and %d bytes", INT32_MAX);
+        return KA_ELIMIT;
+    }
+    c->max_frame_bytes = x;
+    return 0;
+}
+
+static int set_buffer_memory(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    uint64_t x;
+    int rc = ka_config_parse_size(v, &x, e, n);
+    if (rc < 0)
+        return rc;
+    if (x < 1 * MiB) {
+        snprintf(e, n, "must be at least 1MiB");
+        return KA_ELIMIT;
+    }
+    c->buffer_memory = x;
+    return 0;
+}
+
+static int set_u32(uint32_t *field, uint64_t min, const char *v, char *e, size_t n)
+{
+    uint64_t x;
+    int rc = parse_count(v, min, UINT32_MAX, &x, e, n);
+    if (rc == 0)
+        *field = (uint32_t)x;
+    return rc;
+}
+
+static int set_max_connections(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_u32(&c->max_connections, 1, v, e, n);
+}
+
+static int set_idle_timeout(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_u32(&c->idle_timeout_s, 0, v, e, n);
+}
+
+static int set_drain_timeout(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_u32(&c->drain_timeout_s, 0, v, e, n);
+}
+
+static const option_t options[] = {
+    {"listen", "KADMIT_LISTEN", set_listen, "HOST:PORT",
+     "where Kafka clients connect (default 0.0.0.0:9092)"},
+    {"upstream", "KADMIT_UPSTREAM", set_upstream, "HOST:PORT",
+     "the broker's client listener (required)"},
+    {"log-level", "KADMIT_LOG_LEVEL", set_log_level, "LEVEL",
+     "error, warn, info or debug (default info)"},
+    {"log-format", "KADMIT_LOG_FORMAT", set_log_format, "FORMAT",
+     "text or json lines on stdout (default text)"},
+    {"max-frame-bytes", "KADMIT_MAX_FRAME_BYTES", set_max_frame, "BYTES",
+     "largest request frame accepted (default 100MiB)"},
+    {"buffer-memory", "KADMIT_BUFFER_MEMORY", set_buffer_memory, "BYTES",
+     "bound on all buffered bytes, KIP-81 (default 256MiB)"},
+    {"max-connections", "KADMIT_MAX_CONNECTIONS", set_max_connections, "N",
+     "client connections beyond N are closed at once (default 10000)"},
+    {"idle-timeout", "KADMIT_IDLE_TIMEOUT", set_idle_timeout, "SECONDS",
+     "close connections idle this long, 0 = never (default 600)"},
+    {"drain-timeout", "KADMIT_DRAIN_TIMEOUT", set_drain_timeout, "SECONDS",
+     "on SIGTERM, wait this long for in-flight requests (default 25)"},
+    {"help", NULL, NULL, NULL, "print this help and exit"},
+    {"version", NULL, NULL, NULL, "print the version and exit"},
+};
+
+#define NOPTIONS (sizeof(options) / sizeof(options[0]))
+
+void ka_config_defaults(ka_config_t *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    snprintf(cfg->listen.host, sizeof(cfg->listen.host), "0.0.0.0");
+    cfg->listen.port = 9092;
+    cfg->log_level = KA_LOG_INFO;
+    cfg->log_format = KA_LOG_TEXT;
+    cfg->max_frame_bytes = 100 * MiB;
+    cfg->buffer_memory = 256 * MiB;
+    cfg->max_connections = 10000;
+    cfg->idle_timeout_s = 600;
+    cfg->drain_timeout_s = 25;
+}
+
+int ka_config_parse_size(const char *s, uint64_t *out, char *e, size_t n)
+{
+    static const struct {
+        const char *suffix;
+        uint64_t mult;
+    } units[] = {
+        {"", 1},      {"B", 1},        {"KiB", 1024},     {"MiB", MiB}, {"GiB", 1024 * MiB},
+        {"KB", 1000}, {"MB", 1000000}, {"GB", 1000000000}};
+    char *end;
+
+    if (!isdigit((unsigned char)s[0])) {
+        snprintf(e, n, "expected a byte count such as 268435456 or 256MiB");
+        return KA_EINVALID;
+    }
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (errno == ERANGE) {
+        snprintf(e, n, "the number is too large");
+        return KA_ELIMIT;
+    }
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcmp(end, units[i].suffix) == 0) {
+            if (x > UINT64_MAX / units[i].mult) {
+                snprintf(e, n, "the number is too large");
+                return KA_ELIMIT;
+            }
+            *out = x * units[i].mult;
+            return 0;
+        }
+    }
+    snprintf(e, n, "unknown size suffix \"%s\" (use KiB, MiB, GiB, KB, MB or GB)", end);
+    return KA_EINVALID;
+}
+
+int ka_config_parse_hostport(const char *s, ka_hostport_t *out, char *e, size_t n)
+{
+    const char *colon, *host = s;
+    size_t hostlen;
+    uint64_t port;
+
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (close == NULL || close[1] != ':') {
+            snprintf(e, n, "expected [IPv6]:PORT");
+            return KA_EINVALID;
+        }
+        host = s + 1;
+        hostlen = (size_t)(close - host);
+        colon = close + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (colon == NULL) {
+            snprintf(e, n, "expected HOST:PORT");
+            return KA_EINVALID;
+        }
+        hostlen = (size_t)(colon - s);
+        if (memchr(s, ':', hostlen) != NULL) {
+            snprintf(e, n, "put an IPv6 address in brackets, as in [::1]:9092");
+            return KA_EINVALID;
+        }
+    }
+    if (hostlen == 0 || hostlen >= sizeof(out->host)) {
+        snprintf(e, n, "expected a host name or address before the port");
+        return KA_EINVALID;
+    }
+    if (parse_count(colon + 1, 0, 65535, &port, e, n) < 0) {
+        snprintf(e, n, "expected a port between 0 and 65535");
+        return KA_EINVALID;
+    }
+    memcpy(out->host, host, hostlen);
+    out->host[hostlen] = '\0';
+    out->port = (uint16_t)port;
+    out->set = 1;
+    return 0;
+}
+
+static const option_t *find_option(const char *name, size_t len)
+{
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        if (strlen(options[i].flag) == len && strncmp(options[i].flag, name, len) == 0)
+            return &options[i];
+    }
+    return NULL;
+}
+
+int ka_config_parse(ka_config_t *cfg, int argc, char **argv, char *err, size_t errlen)
+{
+    char why[256];
+    int rc;
+
+    ka_config_defaults(cfg);
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        const char *v = options[i].env ? getenv(options[i].env) : NULL;
+        if (v == NULL || options[i].set == NULL)
+            continue;
+        why[0] = '\0';
+        if ((rc = options[i].set(cfg, v, why, sizeof(why))) < 0) {
+            snprintf(err, errlen, "%s=%s: %s", options[i].env, v, why);
+            return rc;
+        }
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *value = NULL;
+        if (strncmp(arg, "--", 2) != 0) {
+            snprintf(err, errlen, "%s: unexpected argument (options start with --)", arg);
+            return KA_EINVALID;
+        }
+        const char *name = arg + 2, *eq = strchr(name, '=');
+        size_t namelen = eq ? (size_t)(eq - name) : strlen(name);
+        const option_t *opt = find_option(name, namelen);
+        if (opt == NULL) {
+            snprintf(err, errlen, "%.*s: unknown option (see --help)", (int)(namelen + 2), arg);
+            return KA_EINVALID;
+        }
+        if (opt->set == NULL) {
+            if (eq != NULL) {
+                snprintf(err, errlen, "--%s takes no value", opt->flag);
+                return KA_EINVALID;
+            }
+            return strcmp(opt->flag, "help") == 0 ? KA_CONFIG_HELP : KA_CONFIG_VERSION;
+        }
+        if (eq != NULL) {
+            value = eq + 1;
+        } else if (i + 1 < argc) {
+            value = argv[++i];
+        } else {
+            snprintf(err, errlen, "--%s: missing value %s", opt->flag, opt->meta);
+            return KA_EINVALID;
+        }
+        why[0] = '\0';
+        if ((rc = opt->set(cfg, value, why, sizeof(why))) < 0) {
+            snprintf(err, errlen, "--%s %s: %s", opt->flag, value, why);
+            return rc;
+        }
+    }
+    if (!cfg->upstream.set) {
+        snprintf(err, errlen, "--upstream HOST:PORT is required (or KADMIT_UPSTREAM)");
+        return KA_EINVALID;
+    }
+    return KA_CONFIG_RUN;
+}
+
+void ka_config_usage(void *stream)
+{
+    FILE *f = stream;
+    fprintf(f, "usage: kadmit --upstream HOST:PORT [options]\n\n"
+               "A Kafka-protocol admission proxy in front of one broker.\n\n");
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        char left[64];
+        snprintf(left, sizeof(left), "--%s%s%s", options[i].flag, options[i].meta ? " " : "",
+                 options[i].meta ? options[i].meta : "");
+        fprintf(f, "  %-28s %s\n", left, options[i].help);
+        if (options[i].env)
+            fprintf(f, "  %-28s env %s\n", "", options[i].env);
+    }
+    fprintf(f, "\nFlags win over environment variables. Sizes accept KiB, MiB, GiB, KB, MB, GB.\n");
+}

@@ -1,0 +1,57 @@
+/*
+ * ka_config.h: the command line and environment of the kadmit binary.
+ *
+ * Options are rows of one table (ka_config.c): a flag, its environment
+ * variable and a setter. Defaults are applied first, then the environment,
+ * then the flags, so a flag always wins over its variable. A new option is
+ * one new field here and one new row there.
+ */
+#ifndef KA_CONFIG_H
+#define KA_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ka_log.h"
+
+#define KA_CONFIG_HOST_MAX 256
+
+/* A HOST:PORT pair as given; resolution happens at startup, not here. */
+typedef struct ka_hostport {
+    char host[KA_CONFIG_HOST_MAX]; /* brackets of an IPv6 literal removed */
+    uint16_t port;
+    int set; /* nonzero once given, so required options can be checked */
+} ka_hostport_t;
+
+typedef struct ka_config {
+    ka_hostport_t listen;   /* where Kafka clients connect */
+    ka_hostport_t upstream; /* the broker's client listener */
+    enum ka_log_level log_level;
+    enum ka_log_format log_format;
+    uint64_t max_frame_bytes; /* largest request frame accepted, like socket.request.max.bytes */
+    uint64_t buffer_memory;   /* KIP-81 buffer.memory: the bound on all buffered bytes */
+    uint32_t max_connections; /* client connections beyond this are accepted and closed */
+    uint32_t idle_timeout_s;  /* close connections silent this long; 0 turns it off */
+    uint32_t drain_timeout_s; /* how long SIGTERM waits for in-flight requests */
+} ka_config_t;
+
+/* What ka_config_parse asks the caller to do besides running. */
+enum ka_config_action { KA_CONFIG_RUN = 0, KA_CONFIG_HELP = 1, KA_CONFIG_VERSION = 2 };
+
+void ka_config_defaults(ka_config_t *cfg);
+
+/*
+ * Fills cfg from the environment and argv. Returns a ka_config_action, or a
+ * negative ka_err with a sentence in err naming the flag (or variable) and
+ * the problem, e.g. "--buffer-memory 12XB: unknown size suffix".
+ */
+int ka_config_parse(ka_config_t *cfg, int argc, char **argv, char *err, size_t errlen);
+
+/* Writes the --help text. */
+void ka_config_usage(void *stream);
+
+/* Parsers shared with tests: "32MiB" and "host:port" / "[v6]:port". */
+int ka_config_parse_size(const char *s, uint64_t *out, char *err, size_t errlen);
+int ka_config_parse_hostport(const char *s, ka_hostport_t *out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,107 @@
+/*
+ * ka_metrics.c: Prometheus rendering of ka_metrics_t.
+ *
+ * The metric table maps each field to its exposed name, type and help, so
+ * adding a counter is one field and one row.
+ */
+#include "ka_metrics.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "ka_error.h"
+
+typedef struct metric_row {
+    const char *name;
+    const char *type; /* "counter" or "gauge" */
+    size_t offset;
+    const char *help;
+} metric_row_t;
+
+#define ROW(field, type, help)                                                                     \
+    {                                                                                              \
+        "kadmit_" #field, type, offsetof(ka_metrics_t, field), help                                \
+    }
+
+static const metric_row_t rows[] = {
+    ROW(connections_accepted, "counter", "Client connections accepted."),
+    ROW(connections_rejected, "counter",
+        "Client connections closed at once over --max-connections."),
+    ROW(connections_active, "gauge", "Client connections open now."),
+    ROW(connections_cut, "counter", "Connections closed by the drain timeout."),
+    ROW(idle_timeouts, "counter", "Connections closed after --idle-timeout."),
+    ROW(upstream_connect_failures, "counter", "Failed connections to the broker."),
+    ROW(bytes_client_to_broker, "counter", "Bytes forwarded from clients to the broker."),
+    ROW(bytes_broker_to_client, "counter", "Bytes forwarded from the broker to clients."),
+    ROW(frames_client_to_broker, "counter", "Request frames seen."),
+    ROW(frames_broker_to_client, "counter", "Response frames seen."),
+    ROW(frames_oversize, "counter", "Request frames above --max-frame-bytes."),
+    ROW(frames_undersize, "counter", "Frames smaller than their header."),
+    ROW(tls_on_plaintext, "counter", "TLS handshakes refused on a plaintext listener."),
+    ROW(protocol_errors, "counter", "Other framing errors that closed a connection."),
+    ROW(produce_acks0, "counter", "Produce requests with acks=0 (no response)."),
+    ROW(unexpected_responses, "counter", "Responses that arrived with no request in flight."),
+    ROW(sasl_raw_tokens, "counter", "Raw SASL tokens after SaslHandshake v0."),
+    ROW(sasl_opaque_connections, "counter", "Connections passed through unframed (e.g. GSSAPI)."),
+    ROW(frames_intercepted, "counter", "Frames buffered whole for inspection."),
+    ROW(local_answers, "counter", "Responses written by kadmit itself."),
+    ROW(backpressure_pauses, "counter", "Reads paused because the other side was slow."),
+    ROW(pool_waits, "counter", "Reads paused because the memory pool was depleted."),
+};
+
+typedef struct out {
+    char *buf;
+    size_t cap, len;
+    int overflow;
+} out_t;
+
+__attribute__((format(printf, 2, 3))) static void emit(out_t *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= o->cap - o->len)
+        o->overflow = 1;
+    else
+        o->len += (size_t)n;
+}
+
+static void emit_metric(out_t *o, const char *name, const char *type, const char *help,
+                        const char *value)
+{
+    emit(o, "# HELP %s %s\n# TYPE %s %s\n%s %s\n", name, help, name, type, name, value);
+}
+
+long ka_metrics_render(const ka_metrics_t *m, ka_pool_t *pool, char *buf, size_t cap)
+{
+    out_t o = {.buf = buf, .cap = cap};
+    char v[64];
+
+    if (cap == 0)
+        return KA_EOVERFLOW;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]) && !o.overflow; i++) {
+        uint64_t x = *(const uint64_t *)((const char *)m + rows[i].offset);
+        snprintf(v, sizeof(v), "%llu", (unsigned long long)x);
+        emit_metric(&o, rows[i].name, rows[i].type, rows[i].help, v);
+    }
+    if (pool != NULL) {
+        /* KIP-81's names, in Prometheus spelling. */
+        snprintf(v, sizeof(v), "%llu", (unsigned long long)ka_pool_free_bytes(pool));
+        emit_metric(&o, "kadmit_memory_pool_free_bytes", "gauge",
+                    "memory-pool-free: bytes the pool can still hand out.", v);
+        snprintf(v, sizeof(v), "%llu", (unsigned long long)ka_pool_used_bytes(pool));
+        emit_metric(&o, "kadmit_memory_pool_used_bytes", "gauge",
+                    "memory-pool-used: bytes held in buffers.", v);
+        snprintf(v, sizeof(v), "%.3f", ka_pool_avg_depleted_percent(pool));
+        emit_metric(&o, "kadmit_memory_pool_avg_depleted_percent", "gauge",
+                    "memory-pool-avg-depleted-percent: share of recent time the pool was full.", v);
+        snprintf(v, sizeof(v), "%.6f", ka_pool_depleted_time_total_s(pool));
+        emit_metric(&o, "kadmit_memory_pool_depleted_time_seconds_total", "counter",
+                    "memory-pool-depleted-time-total: time the pool was full.", v);
+        snprintf(v, sizeof(v), "%zu", ka_pool_waiters(pool));
+        emit_metric(&o, "kadmit_memory_pool_waiting_streams", "gauge",
+                    "Streams waiting for pool memory.", v);
+    }
+    return o.overflow ? KA_EOVERFLOW : (long)o.len;
+}

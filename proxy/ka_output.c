@@ -1,0 +1,126 @@
+/*
+ * ka_output.c: writes toward one leg, assembled from slices of pool
+ * buffers.
+ *
+ * A leg's pending output is one write request of up to KA_WREQ_BUFS
+ * slices; consecutive bytes of the same read buffer merge into one slice,
+ * so a read full of small pass-through frames becomes a single uv_write
+ * with a single slice. Each slice holds a reference on its buffer, dropped
+ * in the write callback, which also lifts backpressure on the other leg.
+ * Write requests are recycled through a per-server cache.
+ */
+#include <stdlib.h>
+
+#include "ka_log.h"
+#include "ka_proxy.h"
+
+static ka_wreq_t *wreq_get(ka_server_t *srv)
+{
+    ka_wreq_t *w = srv->wreq_cache;
+    if (w != NULL) {
+        srv->wreq_cache = w->next_free;
+        srv->wreq_cached--;
+    } else if ((w = malloc(sizeof(*w))) == NULL) {
+        return NULL;
+    }
+    w->nbufs = 0;
+    w->bytes = 0;
+    return w;
+}
+
+static void wreq_put(ka_server_t *srv, ka_wreq_t *w)
+{
+    if (srv->wreq_cached >= KA_WREQ_CACHE) {
+        free(w);
+        return;
+    }
+    w->next_free = srv->wreq_cache;
+    srv->wreq_cache = w;
+    srv->wreq_cached++;
+}
+
+void ka_output_release(ka_server_t *srv, ka_wreq_t *w)
+{
+    for (uint32_t i = 0; i < w->nbufs; i++)
+        ka_pbuf_unref(&srv->pool, w->pbufs[i]);
+    wreq_put(srv, w);
+}
+
+static void write_cb(uv_write_t *req, int status)
+{
+    ka_wreq_t *w = (ka_wreq_t *)(void *)req;
+    ka_leg_t *leg = w->leg;
+    ka_session_t *s = leg->session;
+
+    leg->write_pending -= w->bytes;
+    ka_output_release(s->server, w);
+    if (s->state == KA_SESSION_CLOSING)
+        return;
+    if (status < 0) {
+        ka_session_close(s, KA_LOG_INFO,
+                         leg->is_client ? "write to client failed" : "write to upstream failed",
+                         uv_strerror(status));
+        return;
+    }
+    ka_leg_t *src = leg->peer;
+    if ((src->pause & KA_PAUSE_BACKPRESSURE) && leg->write_pending <= KA_WRITE_LOW_WATERMARK) {
+        src->pause &= ~KA_PAUSE_BACKPRESSURE;
+        ka_leg_update_reading(src);
+    }
+    ka_leg_maybe_shutdown(leg);
+    ka_session_maybe_finish(s);
+}
+
+void ka_output_flush(ka_leg_t *dst)
+{
+    ka_wreq_t *w = dst->out;
+    ka_session_t *s = dst->session;
+    if (w == NULL)
+        return;
+    dst->out = NULL;
+    w->leg = dst;
+    int rc = uv_write(&w->req, (uv_stream_t *)&dst->tcp, w->bufs, w->nbufs, write_cb);
+    if (rc < 0) {
+        ka_output_release(s->server, w);
+        ka_session_close(s, KA_LOG_INFO, "write failed", uv_strerror(rc));
+        return;
+    }
+    dst->write_pending += w->bytes;
+    if (dst->is_client)
+        s->server->metrics.bytes_broker_to_client += w->bytes;
+    else
+        s->server->metrics.bytes_client_to_broker += w->bytes;
+}
+
+/* Queues bytes [a, b) of pb for writing to dst, merging with the last slice. */
+void ka_output_add(ka_leg_t *dst, ka_pbuf_t *pb, size_t a, size_t b)
+{
+    ka_session_t *s = dst->session;
+    if (b <= a || !dst->open || dst->shut || s->state == KA_SESSION_CLOSING)
+        return;
+    ka_wreq_t *w = dst->out;
+    if (w != NULL && w->nbufs > 0) {
+        uv_buf_t *last = &w->bufs[w->nbufs - 1];
+        if (w->pbufs[w->nbufs - 1] == pb && (uint8_t *)last->base + last->len == pb->data + a) {
+            last->len += b - a;
+            w->bytes += b - a;
+            return;
+        }
+    }
+    if (w != NULL && w->nbufs == KA_WREQ_BUFS) {
+        ka_output_flush(dst);
+        w = NULL;
+    }
+    if (w == NULL) {
+        if ((w = wreq_get(s->server)) == NULL) {
+            ka_session_close(s, KA_LOG_ERROR, "out of memory for a write request", NULL);
+            return;
+        }
+        dst->out = w;
+    }
+    ka_pbuf_ref(pb);
+    w->pbufs[w->nbufs] = pb;
+    w->bufs[w->nbufs] = uv_buf_init((char *)pb->data + a, (unsigned)(b - a));
+    w->nbufs++;
+    w->bytes += b - a;
+}

@@ -1,0 +1,105 @@
+/*
+ * ka_pool.h: the memory pool that bounds every buffered byte (KIP-81).
+ *
+ * The pool is an accountant in front of malloc, after Kafka's
+ * SimpleMemoryPool in strict mode: an allocation succeeds only when the
+ * bytes fit under the capacity. Read buffers come from the general share;
+ * whole frames that kadmit must buffer to inspect (admission APIs,
+ * ApiVersions responses) may also use a reserved share, so bulk traffic can
+ * never starve them.
+ *
+ * When a read cannot be served, the stream stops reading and waits in one
+ * FIFO. As memory comes back, waiters are resumed in arrival order; a
+ * resumed waiter has its bytes set aside (granted) so that streams that did
+ * not wait cannot overtake it. The pool knows nothing about libuv: a waiter
+ * is a callback.
+ *
+ * Buffers are reference counted because one read buffer can back several
+ * writes (pass-through bytes on both sides of a buffered frame).
+ */
+#ifndef KA_POOL_H
+#define KA_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The size of a read buffer when memory is plentiful, like libuv's own. */
+#define KA_POOL_READ_SIZE (64 * 1024)
+/* The smallest read buffer worth a system call; below this a read waits. */
+#define KA_POOL_READ_MIN (4 * 1024)
+/* KIP-81-style metrics use Kafka's default of two 30 s sample windows. */
+#define KA_POOL_WINDOW_NS (30ull * 1000000000ull)
+
+typedef struct ka_pbuf {
+    uint32_t refs; /* writes and readers still using the bytes */
+    uint32_t cap;  /* usable bytes in data, as charged to the pool */
+    uint8_t data[];
+} ka_pbuf_t;
+
+typedef struct ka_pool_waiter ka_pool_waiter_t;
+typedef void (*ka_pool_resume_cb)(ka_pool_waiter_t *w);
+
+struct ka_pool_waiter {
+    ka_pool_waiter_t *next, *prev; /* FIFO links while queued */
+    ka_pool_resume_cb resume_cb;   /* called once the waiter's bytes are set aside */
+    size_t need;                   /* the bytes it cannot proceed without */
+    size_t granted;                /* bytes set aside for it, until it allocates or cancels */
+    int priority;                  /* may draw on the reserved share */
+    int queued;
+};
+
+typedef struct ka_pool {
+    uint64_t capacity; /* --buffer-memory */
+    uint64_t reserved; /* share only priority allocations may use */
+    uint64_t used;     /* bytes in live buffers */
+    uint64_t granted;  /* bytes set aside for resumed waiters */
+    ka_pool_waiter_t *head, *tail;
+    int kicking;              /* guards against resuming waiters re-entrantly */
+    uint64_t (*now_ns)(void); /* monotonic clock, replaceable in tests */
+
+    /* SimpleMemoryPool's dry-spell accounting: a spell starts at the first
+     * failed allocation and ends at the next successful one or release. */
+    uint64_t dry_start_ns;
+    uint64_t depleted_ns_total;
+    uint64_t win_start_ns[2]; /* Kafka's Rate over two sample windows */
+    uint64_t win_depleted_ns[2];
+    int win_cur;
+
+    uint64_t alloc_failures; /* allocations refused for lack of memory */
+} ka_pool_t;
+
+void ka_pool_init(ka_pool_t *p, uint64_t capacity, uint64_t reserved, uint64_t (*now_ns)(void));
+
+/*
+ * Allocates a buffer of `want` bytes, or less but at least `min` when less
+ * is available. `w` (may be NULL) identifies the caller so that a resumed
+ * waiter can use its grant; a non-priority caller that is not resumed
+ * cannot allocate while others wait. Returns NULL when memory is short.
+ */
+ka_pbuf_t *ka_pool_alloc(ka_pool_t *p, size_t want, size_t min, int priority, ka_pool_waiter_t *w);
+
+/* Queues w until `need` bytes can be set aside for it (no-op if queued). */
+void ka_pool_wait(ka_pool_t *p, ka_pool_waiter_t *w, size_t need, int priority);
+
+/* Removes w from the queue and gives back any grant (e.g. on close). */
+void ka_pool_cancel(ka_pool_t *p, ka_pool_waiter_t *w);
+
+static inline void ka_pbuf_ref(ka_pbuf_t *b)
+{
+    b->refs++;
+}
+
+/* Drops one reference; the last one returns the bytes and resumes waiters. */
+void ka_pbuf_unref(ka_pool_t *p, ka_pbuf_t *b);
+
+/* Bytes an allocation of the given priority could get right now. */
+uint64_t ka_pool_available(const ka_pool_t *p, int priority);
+
+/* KIP-81's figures. */
+uint64_t ka_pool_free_bytes(const ka_pool_t *p);
+uint64_t ka_pool_used_bytes(const ka_pool_t *p);
+double ka_pool_depleted_time_total_s(ka_pool_t *p);
+double ka_pool_avg_depleted_percent(ka_pool_t *p);
+size_t ka_pool_waiters(const ka_pool_t *p);
+
+#endif

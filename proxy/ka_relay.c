@@ -1,0 +1,500 @@
+/*
+ * ka_relay.c: moves the bytes of one read through the frame splitter to the
+ * other leg.
+ *
+ * Pass-through bytes are never copied: a read buffer is sliced into runs of
+ * pass-through bytes and each run is queued for writing with a reference on
+ * the buffer, which the write callback drops. Only three things are copied:
+ * a header that straddles two reads (the splitter's carry), a frame that an
+ * interception handler must see whole, and a local answer.
+ *
+ * Processing can stop in the middle of a read (memory for a whole frame is
+ * short, a SASL handshake must be answered first, the proxy is draining);
+ * the rest of the read is then parked on the leg, which stops reading until
+ * the condition clears and ka_relay_resume() continues where it stopped.
+ */
+#include <string.h>
+
+#include "ka_log.h"
+#include "ka_proxy.h"
+
+/* ka_relay_process steps: go on, stop here (rest parked), or the session closed. */
+enum step { STEP_GO = 0, STEP_PARK = 1, STEP_CLOSED = -1 };
+
+uint8_t *ka_relay_carry_alloc(void *ctx, size_t n)
+{
+    ka_leg_t *leg = ctx;
+    ka_pbuf_t *pb = ka_pool_alloc(&leg->session->server->pool, n, n, 0, &leg->waiter);
+    return pb ? pb->data : NULL;
+}
+
+void ka_relay_carry_release(void *ctx, uint8_t *p)
+{
+    ka_leg_t *leg = ctx;
+    ka_pbuf_unref(&leg->session->server->pool, ka_pbuf_of(p));
+}
+
+/* Keeps [off, off+len) of pb for later and stops reading. */
+static void park(ka_leg_t *leg, ka_pbuf_t *pb, size_t off, size_t len)
+{
+    if (len > 0) {
+        ka_pbuf_ref(pb);
+        leg->parked = pb;
+        leg->parked_off = (uint32_t)off;
+        leg->parked_len = (uint32_t)len;
+    }
+    ka_leg_update_reading(leg);
+}
+
+/* Finds memory for the frame being held and moves its first bytes in. */
+static int hold_allocate(ka_leg_t *leg)
+{
+    ka_server_t *srv = leg->session->server;
+    ka_pbuf_t *hold = ka_pool_alloc(&srv->pool, leg->hold_total, leg->hold_total, 1, &leg->waiter);
+    if (hold == NULL)
+        return KA_ENOMEM;
+    memcpy(hold->data, leg->hold_prefix->data + leg->hold_prefix_off, leg->hold_prefix_len);
+    leg->hold = hold;
+    leg->hold_len = leg->hold_prefix_len;
+    ka_pbuf_unref(&srv->pool, leg->hold_prefix);
+    leg->hold_prefix = NULL;
+    return 0;
+}
+
+void ka_relay_release(ka_leg_t *leg)
+{
+    ka_pool_t *pool = &leg->session->server->pool;
+    if (leg->parked)
+        ka_pbuf_unref(pool, leg->parked);
+    if (leg->hold)
+        ka_pbuf_unref(pool, leg->hold);
+    if (leg->hold_prefix)
+        ka_pbuf_unref(pool, leg->hold_prefix);
+    if (leg->out)
+        ka_output_release(leg->session->server, leg->out);
+    leg->parked = leg->hold = leg->hold_prefix = NULL;
+    leg->out = NULL;
+    ka_frame_free(&leg->splitter);
+}
+
+static void frame_error(ka_leg_t *src)
+{
+    ka_session_t *s = src->session;
+    ka_metrics_t *m = &s->server->metrics;
+    const ka_splitter_t *sp = &src->splitter;
+    const char *dir = src->is_client ? "request" : "response";
+
+    switch (sp->error) {
+    case KA_FRAME_EOVERSIZE:
+        m->frames_oversize++;
+        ka_log(KA_LOG_WARN, "frame size above the cap, closing", KA_KI("session", s->id),
+               KA_KS("peer", s->peer), KA_KS("direction", dir),
+               KA_KI("size", (uint32_t)sp->last_size), KA_KI("cap", sp->max_frame));
+        break;
+    case KA_FRAME_EUNDERSIZE:
+        m->frames_undersize++;
+        ka_log(KA_LOG_WARN, "frame size below the smallest header, closing",
+               KA_KI("session", s->id), KA_KS("peer", s->peer), KA_KS("direction", dir),
+               KA_KI("size", sp->last_size));
+        break;
+    case KA_FRAME_ETLS:
+        m->tls_on_plaintext++;
+        ka_log(KA_LOG_WARN, "TLS handshake on a plaintext listener, closing",
+               KA_KI("session", s->id), KA_KS("peer", s->peer));
+        break;
+    default:
+        m->protocol_errors++;
+        ka_log(KA_LOG_WARN, "malformed frame header, closing", KA_KI("session", s->id),
+               KA_KS("peer", s->peer), KA_KS("direction", dir),
+               KA_KS("error", ka_frame_strerror(sp->error)));
+        break;
+    }
+    ka_session_close(s, KA_LOG_DEBUG, "protocol error", ka_frame_strerror(sp->error));
+}
+
+/* Writes every LOCAL answer that has become due to the client. */
+static void write_due_answers(ka_session_t *s)
+{
+    ka_inflight_entry_t e;
+    while (ka_inflight_pop_due_answer(&s->inflight, &e)) {
+        ka_pbuf_t *pb = e.answer;
+        ka_output_add(&s->client, pb, 0, e.answer_len);
+        ka_pbuf_unref(&s->server->pool, pb);
+        s->server->metrics.local_answers++;
+    }
+}
+
+/* Copies a handler's verdict bytes into a pool buffer (local answers and
+ * replacement frames draw on the reserved share). */
+static ka_pbuf_t *verdict_bytes(ka_session_t *s, ka_verdict_t *v)
+{
+    ka_pbuf_t *pb = NULL;
+    if (v->len > 0 && v->len <= UINT32_MAX)
+        pb = ka_pool_alloc(&s->server->pool, v->len, v->len, 1, NULL);
+    if (pb != NULL)
+        memcpy(pb->data, v->bytes, v->len);
+    if (v->free_bytes)
+        v->free_bytes(v->bytes);
+    return pb;
+}
+
+static int push_request(ka_session_t *s, const ka_frame_header_t *h, uint32_t flags)
+{
+    ka_inflight_entry_t e = {.correlation_id = h->correlation_id,
+                             .api_key = h->api_key,
+                             .api_version = h->api_version,
+                             .flags = flags};
+    if (h->api_key == KA_API_PRODUCE && h->acks == 0) {
+        s->server->metrics.produce_acks0++;
+        return 0; /* no response will come */
+    }
+    int rc = ka_inflight_push(&s->inflight, &e);
+    if (rc < 0) {
+        s->server->metrics.protocol_errors++;
+        ka_session_close(s, KA_LOG_WARN, "too many requests in flight", ka_strerror(rc));
+    }
+    return rc;
+}
+
+/* The request header's flags for the in-flight entry. */
+static uint32_t request_flags(ka_session_t *s, const ka_frame_header_t *h, int buffer_response)
+{
+    const ka_intercept_entry_t *ie = ka_intercept_lookup(&s->server->intercept, h->api_key);
+    uint32_t flags = 0;
+    if (buffer_response || (ie && ie->buffer_response && ie->on_response))
+        flags |= KA_INFLIGHT_BUFFER_RESPONSE;
+    if (h->api_key == KA_API_SASL_HANDSHAKE && h->api_version == 0)
+        flags |= KA_INFLIGHT_SASL_HANDSHAKE_V0;
+    return flags;
+}
+
+/* Decides the route of a frame whose header was just peeked. */
+static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, size_t a, size_t b,
+                           size_t *run)
+{
+    ka_session_t *s = src->session;
+    ka_leg_t *dst = src->peer;
+    const ka_frame_header_t *h = &ev->hdr;
+    enum ka_frame_route route = KA_ROUTE_PASS;
+
+    if (src->is_client) {
+        if (src->splitter.mode == KA_FRAME_RAW) {
+            ka_inflight_entry_t e = {.api_key = -1, .flags = KA_INFLIGHT_RAW};
+            s->sasl_tokens_left--;
+            s->server->metrics.sasl_raw_tokens++;
+            if (ka_inflight_push(&s->inflight, &e) < 0) {
+                ka_session_close(s, KA_LOG_WARN, "too many requests in flight", NULL);
+                return STEP_CLOSED;
+            }
+        } else {
+            const ka_intercept_entry_t *ie = ka_intercept_lookup(&s->server->intercept, h->api_key);
+            if (ie && ie->buffer_request && ie->on_request) {
+                route = KA_ROUTE_HOLD;
+            } else {
+                uint32_t flags = request_flags(s, h, 0);
+                if (flags & KA_INFLIGHT_SASL_HANDSHAKE_V0) {
+                    s->sasl_pending_tokens = ka_sasl_mechanism_tokens(
+                        h->sasl_mechanism.ptr,
+                        h->sasl_mechanism.len > 0 ? (size_t)h->sasl_mechanism.len : 0);
+                    src->frame_is_handshake = 1;
+                }
+                if (push_request(s, h, flags) < 0)
+                    return STEP_CLOSED;
+            }
+        }
+    } else {
+        ka_inflight_entry_t *head = ka_inflight_head(&s->inflight);
+        if (head == NULL) {
+            s->server->metrics.unexpected_responses++;
+            if (!s->warned_unexpected)
+                ka_log(KA_LOG_WARN, "response with no request in flight, passed through",
+                       KA_KI("session", s->id), KA_KI("correlation_id", h->correlation_id));
+            s->warned_unexpected = 1;
+        } else if (!(head->flags & KA_INFLIGHT_RAW)) {
+            if (head->correlation_id != h->correlation_id)
+                ka_log(KA_LOG_WARN, "response correlation id does not match the request",
+                       KA_KI("session", s->id), KA_KI("expected", head->correlation_id),
+                       KA_KI("got", h->correlation_id), KA_KI("api_key", head->api_key));
+            if ((head->flags & KA_INFLIGHT_SASL_HANDSHAKE_V0) && h->has_error_code)
+                src->handshake_failed = h->error_code != 0;
+            if (head->flags & KA_INFLIGHT_BUFFER_RESPONSE) {
+                if ((uint64_t)(uint32_t)h->size > s->server->cfg->max_frame_bytes) {
+                    ka_session_close(s, KA_LOG_WARN, "response too large to inspect", NULL);
+                    return STEP_CLOSED;
+                }
+                route = KA_ROUTE_HOLD;
+            }
+        }
+    }
+
+    src->route = route;
+    if (route == KA_ROUTE_PASS) {
+        if (ev->carried != NULL) {
+            ka_pbuf_t *carried = ka_pbuf_of(ev->carried);
+            ka_output_add(dst, pb, *run, a);
+            ka_output_add(dst, carried, 0, ev->carried_len);
+            ka_pbuf_unref(&s->server->pool, carried);
+            *run = b;
+        }
+        return STEP_GO;
+    }
+
+    /* HOLD: everything before this frame goes out now; the frame waits. */
+    s->server->metrics.frames_intercepted++;
+    ka_output_add(dst, pb, *run, a);
+    *run = b;
+    src->hold_total = 4 + (size_t)(uint32_t)h->size;
+    src->hold_hdr = *h;
+    src->hold_hdr.client_id = (ka_slice_t){NULL, -1};
+    src->hold_hdr.sasl_mechanism = (ka_slice_t){NULL, -1};
+    if (ev->carried != NULL) {
+        src->hold_prefix = ka_pbuf_of(ev->carried);
+        src->hold_prefix_off = 0;
+        src->hold_prefix_len = (uint32_t)ev->carried_len;
+    } else {
+        ka_pbuf_ref(pb);
+        src->hold_prefix = pb;
+        src->hold_prefix_off = (uint32_t)a;
+        src->hold_prefix_len = (uint32_t)(b - a);
+    }
+    if (hold_allocate(src) < 0) {
+        ka_leg_wait_memory(src, src->hold_total, 1);
+        return STEP_PARK;
+    }
+    return STEP_GO;
+}
+
+/* Bytes [a, b) of the current frame's body. */
+static void route_bytes(ka_leg_t *src, ka_pbuf_t *pb, size_t *run, size_t a, size_t b)
+{
+    if (src->route == KA_ROUTE_PASS || b == a)
+        return;
+    ka_output_add(src->peer, pb, *run, a);
+    memcpy(src->hold->data + src->hold_len, pb->data + a, b - a);
+    src->hold_len += b - a;
+    *run = b;
+}
+
+/* Runs the handler on a complete held frame and queues what it decided. */
+static enum step release_held(ka_leg_t *src)
+{
+    ka_session_t *s = src->session;
+    ka_pbuf_t *hold = src->hold;
+    size_t len = src->hold_len;
+    ka_verdict_t v = {0};
+    int rc;
+
+    src->hold = NULL;
+    src->route = KA_ROUTE_PASS;
+    if (src->is_client) {
+        const ka_intercept_entry_t *ie =
+            ka_intercept_lookup(&s->server->intercept, src->hold_hdr.api_key);
+        rc = ie->on_request(ie->user, &src->hold_hdr, hold->data, &len, &v);
+    } else {
+        ka_inflight_entry_t *head = ka_inflight_head(&s->inflight);
+        const ka_intercept_entry_t *ie = ka_intercept_lookup(&s->server->intercept, head->api_key);
+        rc = ie && ie->on_response ? ie->on_response(ie->user, head, hold->data, &len, &v) : 0;
+        if (v.kind == KA_VERDICT_ANSWER)
+            v.kind = KA_VERDICT_FORWARD; /* a response's answer is a rewrite */
+    }
+    if (rc < 0 || v.kind == KA_VERDICT_CLOSE || len > src->hold_total) {
+        if (v.free_bytes)
+            v.free_bytes(v.bytes);
+        ka_pbuf_unref(&s->server->pool, hold);
+        ka_session_close(s, KA_LOG_WARN, "closed by interception handler",
+                         v.reason ? v.reason : ka_strerror(rc));
+        return STEP_CLOSED;
+    }
+    if (v.bytes != NULL) {
+        ka_pbuf_unref(&s->server->pool, hold);
+        len = v.len;
+        if ((hold = verdict_bytes(s, &v)) == NULL) {
+            ka_session_close(s, KA_LOG_ERROR, "no memory for a handler's bytes", NULL);
+            return STEP_CLOSED;
+        }
+    }
+    if (src->is_client && v.kind == KA_VERDICT_ANSWER) {
+        ka_inflight_entry_t e = {.correlation_id = src->hold_hdr.correlation_id,
+                                 .api_key = src->hold_hdr.api_key,
+                                 .api_version = src->hold_hdr.api_version,
+                                 .flags = KA_INFLIGHT_LOCAL,
+                                 .answer = hold,
+                                 .answer_len = (uint32_t)len};
+        if (ka_inflight_push(&s->inflight, &e) < 0) {
+            ka_pbuf_unref(&s->server->pool, hold);
+            ka_session_close(s, KA_LOG_WARN, "too many requests in flight", NULL);
+            return STEP_CLOSED;
+        }
+        write_due_answers(s);
+        return STEP_GO;
+    }
+    if (src->is_client &&
+        push_request(s, &src->hold_hdr, request_flags(s, &src->hold_hdr, v.buffer_response)) < 0) {
+        ka_pbuf_unref(&s->server->pool, hold);
+        return STEP_CLOSED;
+    }
+    ka_output_add(src->peer, hold, 0, len);
+    ka_pbuf_unref(&s->server->pool, hold);
+    return STEP_GO;
+}
+
+/* A response to SaslHandshake v0 decides how the client's next frames look. */
+static void sasl_handshake_answered(ka_session_t *s)
+{
+    ka_leg_t *client = &s->client, *upstream = &s->upstream;
+    int tokens = s->sasl_pending_tokens;
+
+    if (upstream->handshake_failed) {
+        ka_log(KA_LOG_DEBUG, "SaslHandshake v0 refused by the broker", KA_KI("session", s->id));
+    } else if (tokens > 0) {
+        s->sasl_tokens_left = tokens;
+        ka_frame_set_mode(&client->splitter, KA_FRAME_RAW, 0);
+    } else {
+        s->server->metrics.sasl_opaque_connections++;
+        ka_log(KA_LOG_INFO,
+               "SASL mechanism without a fixed token count, passing the connection "
+               "through unframed",
+               KA_KI("session", s->id), KA_KS("peer", s->peer));
+        ka_frame_set_mode(&client->splitter, KA_FRAME_OPAQUE, 0);
+        ka_frame_set_mode(&upstream->splitter, KA_FRAME_OPAQUE, 0);
+    }
+    upstream->handshake_failed = 0;
+    client->pause &= ~KA_PAUSE_SASL;
+    ka_leg_schedule_resume(client);
+}
+
+/* A frame ended at `off` of pb; [*run, off) are pass-through bytes not yet queued. */
+static enum step on_end(ka_leg_t *src, ka_pbuf_t *pb, size_t *run, size_t off)
+{
+    ka_session_t *s = src->session;
+    ka_leg_t *dst = src->peer;
+    enum step st;
+
+    ka_output_add(dst, pb, *run, off);
+    *run = off;
+    if (src->is_client) {
+        int handshake = src->frame_is_handshake;
+        src->frame_is_handshake = 0;
+        s->server->metrics.frames_client_to_broker++;
+        if (src->route == KA_ROUTE_HOLD && (st = release_held(src)) != STEP_GO)
+            return st;
+        ka_frame_set_mode(&src->splitter, s->sasl_tokens_left > 0 ? KA_FRAME_RAW : KA_FRAME_REQUEST,
+                          0);
+        if (handshake) {
+            /* Hold the client's next bytes until the broker has said whether
+             * raw SASL tokens follow. */
+            src->pause |= KA_PAUSE_SASL;
+            return STEP_PARK;
+        }
+        if (s->draining) {
+            src->pause |= KA_PAUSE_DRAIN;
+            return STEP_PARK;
+        }
+        return STEP_GO;
+    }
+
+    s->server->metrics.frames_broker_to_client++;
+    if (src->route == KA_ROUTE_HOLD && (st = release_held(src)) != STEP_GO)
+        return st;
+    ka_inflight_entry_t e;
+    if (ka_inflight_pop(&s->inflight, &e) == 0 && (e.flags & KA_INFLIGHT_SASL_HANDSHAKE_V0))
+        sasl_handshake_answered(s);
+    write_due_answers(s);
+    return STEP_GO;
+}
+
+/* Before each response header: the head of the queue says what to peek. */
+static void response_mode(ka_leg_t *src)
+{
+    ka_splitter_t *sp = &src->splitter;
+    if (!ka_frame_awaiting_header(sp) || sp->mode == KA_FRAME_OPAQUE)
+        return;
+    ka_inflight_entry_t *head = ka_inflight_head(&src->session->inflight);
+    if (head && (head->flags & KA_INFLIGHT_RAW))
+        ka_frame_set_mode(sp, KA_FRAME_RAW, 0);
+    else
+        ka_frame_set_mode(
+            sp, KA_FRAME_RESPONSE,
+            head && (head->flags & KA_INFLIGHT_SASL_HANDSHAKE_V0) ? KA_FRAME_PEEK_ERROR_CODE : 0);
+}
+
+void ka_relay_process(ka_leg_t *src, ka_pbuf_t *pb, size_t off, size_t len)
+{
+    ka_session_t *s = src->session;
+    ka_leg_t *dst = src->peer;
+    size_t end = off + len, run = off;
+    ka_frame_event_t ev;
+    enum step st = STEP_GO;
+
+    s->processing++;
+    while (s->state != KA_SESSION_CLOSING) {
+        if (!src->is_client)
+            response_mode(src);
+        long n = ka_frame_feed(&src->splitter, pb->data + off, end - off, &ev);
+        if (n < 0) {
+            frame_error(src);
+            break;
+        }
+        size_t a = off, b = off + (size_t)n;
+        off = b;
+        if (ev.type == KA_FRAME_NONE) {
+            if (ka_frame_awaiting_header(&src->splitter) && src->splitter.mode != KA_FRAME_OPAQUE) {
+                ka_output_add(dst, pb, run, a); /* [a, b) went into the carry */
+                run = b;
+            } else {
+                route_bytes(src, pb, &run, a, b);
+            }
+            break;
+        }
+        if (ev.type == KA_FRAME_NOMEM) {
+            ka_output_add(dst, pb, run, a);
+            run = b;
+            ka_leg_wait_memory(src, KA_POOL_READ_MIN, 0);
+            st = STEP_PARK;
+            break;
+        }
+        if (ev.type == KA_FRAME_HEADER) {
+            st = on_header(src, &ev, pb, a, b, &run);
+        } else {
+            route_bytes(src, pb, &run, a, b);
+            st = on_end(src, pb, &run, off);
+        }
+        if (st != STEP_GO)
+            break;
+    }
+    if (s->state != KA_SESSION_CLOSING) {
+        ka_output_add(dst, pb, run, off);
+        if (st == STEP_PARK)
+            park(src, pb, off, end - off);
+        ka_output_flush(dst);
+        ka_output_flush(src); /* local answers */
+        if (dst->write_pending > KA_WRITE_HIGH_WATERMARK && !(src->pause & KA_PAUSE_BACKPRESSURE)) {
+            src->pause |= KA_PAUSE_BACKPRESSURE;
+            s->server->metrics.backpressure_pauses++;
+            ka_leg_update_reading(src);
+        }
+    }
+    s->processing--;
+    if (s->state != KA_SESSION_CLOSING)
+        ka_session_maybe_finish(s);
+}
+
+void ka_relay_resume(ka_leg_t *leg)
+{
+    ka_session_t *s = leg->session;
+    if (s->state == KA_SESSION_CLOSING || (leg->pause & (KA_PAUSE_POOL | KA_PAUSE_SASL)))
+        return;
+    if (leg->hold_prefix != NULL && leg->hold == NULL) {
+        if (hold_allocate(leg) < 0) {
+            ka_leg_wait_memory(leg, leg->hold_total, 1);
+            return;
+        }
+    }
+    if (leg->parked != NULL && !(leg->pause & KA_PAUSE_DRAIN)) {
+        ka_pbuf_t *pb = leg->parked;
+        leg->parked = NULL;
+        ka_relay_process(leg, pb, leg->parked_off, leg->parked_len);
+        ka_pbuf_unref(&s->server->pool, pb);
+    }
+    ka_leg_update_reading(leg);
+}

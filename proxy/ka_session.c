@@ -1,0 +1,400 @@
+/*
+ * ka_session.c: one client connection and its own upstream connection.
+ *
+ * Life of a session: CONNECTING (the client is accepted but not read; the
+ * kernel holds whatever it sends, bounded by the socket buffer, until the
+ * upstream answers), RELAYING (both legs read and write through
+ * ka_relay.c), CLOSING (all handles closed; freed once the last close
+ * callback has fired, as in libuv's socks5 sample).
+ *
+ * A leg reads only while nothing pauses it (ka_leg_pause): its peer's
+ * writes backed up, the pool out of memory, a SASL answer pending, a drain.
+ * Half-close is forwarded: a FIN from one side is passed on with
+ * uv_shutdown once every byte read before it has been written.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ka_log.h"
+#include "ka_proxy.h"
+
+#define LEG_OF(handle) ((ka_leg_t *)(handle)->data)
+
+static void alloc_cb(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
+{
+    ka_leg_t *leg = LEG_OF(handle);
+    (void)suggested;
+    ka_pbuf_t *pb = ka_pool_alloc(&leg->session->server->pool, KA_POOL_READ_SIZE, KA_POOL_READ_MIN,
+                                  0, &leg->waiter);
+    /* An empty buffer makes libuv report UV_ENOBUFS: the leg then waits. */
+    *buf = pb ? uv_buf_init((char *)pb->data, pb->cap) : uv_buf_init(NULL, 0);
+}
+
+void ka_leg_wait_memory(ka_leg_t *leg, size_t need, int priority)
+{
+    ka_server_t *srv = leg->session->server;
+    leg->pause |= KA_PAUSE_POOL;
+    srv->metrics.pool_waits++;
+    ka_log(KA_LOG_DEBUG, "reading paused, memory pool depleted", KA_KI("session", leg->session->id),
+           KA_KS("leg", leg->is_client ? "client" : "upstream"), KA_KI("need", need),
+           KA_KI("pool_used", ka_pool_used_bytes(&srv->pool)));
+    ka_leg_update_reading(leg);
+    ka_pool_wait(&srv->pool, &leg->waiter, need, priority);
+}
+
+static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+    ka_leg_t *leg = LEG_OF(stream);
+    ka_session_t *s = leg->session;
+    ka_pool_t *pool = &s->server->pool;
+    ka_pbuf_t *pb = buf->base ? ka_pbuf_of((uint8_t *)buf->base) : NULL;
+
+    if (nread > 0) {
+        s->last_activity_ms = uv_now(s->server->loop);
+        ka_relay_process(leg, pb, 0, (size_t)nread);
+        ka_pbuf_unref(pool, pb);
+        return;
+    }
+    if (pb != NULL)
+        ka_pbuf_unref(pool, pb);
+    if (nread == 0 || s->state == KA_SESSION_CLOSING)
+        return;
+    if (nread == UV_ENOBUFS) {
+        ka_leg_wait_memory(leg, KA_POOL_READ_MIN, 0);
+        return;
+    }
+    if (nread == UV_EOF) {
+        leg->eof = 1;
+        ka_leg_update_reading(leg);
+        ka_log(KA_LOG_DEBUG, leg->is_client ? "client closed its side" : "upstream closed its side",
+               KA_KI("session", s->id), KA_KI("in_flight", ka_inflight_count(&s->inflight)));
+        ka_leg_maybe_shutdown(leg->peer);
+        ka_session_maybe_finish(s);
+        return;
+    }
+    ka_session_close(s, KA_LOG_INFO, leg->is_client ? "client read failed" : "upstream read failed",
+                     uv_strerror((int)nread));
+}
+
+static void pool_resume_cb(ka_pool_waiter_t *w)
+{
+    ka_leg_t *leg = (ka_leg_t *)(void *)((char *)w - offsetof(ka_leg_t, waiter));
+    leg->pause &= ~KA_PAUSE_POOL;
+    ka_leg_schedule_resume(leg);
+}
+
+void ka_leg_schedule_resume(ka_leg_t *leg)
+{
+    ka_server_t *srv = leg->session->server;
+    if (leg->resume_queued || leg->session->state == KA_SESSION_CLOSING)
+        return;
+    leg->resume_queued = 1;
+    leg->resume_next = NULL;
+    leg->resume_prev = srv->resume_tail;
+    if (srv->resume_tail)
+        srv->resume_tail->resume_next = leg;
+    else
+        srv->resume_head = leg;
+    srv->resume_tail = leg;
+    uv_idle_start(&srv->resume_idle, ka_server_resume_cb);
+}
+
+static void unschedule_resume(ka_leg_t *leg)
+{
+    ka_server_t *srv = leg->session->server;
+    if (!leg->resume_queued)
+        return;
+    if (leg->resume_prev)
+        leg->resume_prev->resume_next = leg->resume_next;
+    else
+        srv->resume_head = leg->resume_next;
+    if (leg->resume_next)
+        leg->resume_next->resume_prev = leg->resume_prev;
+    else
+        srv->resume_tail = leg->resume_prev;
+    leg->resume_queued = 0;
+}
+
+void ka_server_resume_cb(uv_idle_t *idle)
+{
+    ka_server_t *srv = idle->data;
+    while (srv->resume_head != NULL) {
+        ka_leg_t *leg = srv->resume_head;
+        unschedule_resume(leg);
+        ka_relay_resume(leg);
+    }
+    uv_idle_stop(idle);
+}
+
+void ka_leg_update_reading(ka_leg_t *leg)
+{
+    ka_session_t *s = leg->session;
+    int want = leg->open && !leg->eof && leg->pause == 0 && leg->parked == NULL &&
+               s->state == KA_SESSION_RELAYING;
+    if (want && !leg->reading) {
+        if (uv_read_start((uv_stream_t *)&leg->tcp, alloc_cb, read_cb) == 0)
+            leg->reading = 1;
+    } else if (!want && leg->reading) {
+        uv_read_stop((uv_stream_t *)&leg->tcp);
+        leg->reading = 0;
+    }
+}
+
+static void shutdown_cb(uv_shutdown_t *req, int status)
+{
+    ka_leg_t *leg = req->data;
+    ka_session_t *s = leg->session;
+    if (s->state == KA_SESSION_CLOSING)
+        return;
+    if (status < 0) {
+        ka_session_close(s, KA_LOG_DEBUG, "shutdown failed", uv_strerror(status));
+        return;
+    }
+    leg->shut_done = 1;
+    ka_session_maybe_finish(s);
+}
+
+void ka_leg_maybe_shutdown(ka_leg_t *dst)
+{
+    ka_leg_t *src = dst->peer;
+    if (!src->eof || dst->shut || !dst->open || dst->out != NULL || dst->write_pending > 0 ||
+        src->parked != NULL || dst->session->state != KA_SESSION_RELAYING)
+        return;
+    dst->shut = 1;
+    dst->shutdown_req.data = dst;
+    int rc = uv_shutdown(&dst->shutdown_req, (uv_stream_t *)&dst->tcp, shutdown_cb);
+    if (rc < 0)
+        ka_session_close(dst->session, KA_LOG_DEBUG, "shutdown failed", uv_strerror(rc));
+}
+
+static void close_cb(uv_handle_t *handle)
+{
+    ka_session_t *s = handle->data;
+    if (--s->pending_closes > 0)
+        return;
+    ka_server_t *srv = s->server;
+    if (s->prev)
+        s->prev->next = s->next;
+    else if (srv->sessions == s)
+        srv->sessions = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    if (s->state == KA_SESSION_CLOSING && s->id != 0)
+        srv->metrics.connections_active--;
+    free(s);
+    ka_server_session_closed(srv);
+}
+
+static void close_handle(ka_session_t *s, uv_handle_t *h)
+{
+    h->data = s;
+    s->pending_closes++;
+    uv_close(h, close_cb);
+}
+
+void ka_session_close(ka_session_t *s, enum ka_log_level level, const char *why, const char *detail)
+{
+    ka_pool_t *pool = &s->server->pool;
+    ka_inflight_entry_t e;
+
+    if (s->state == KA_SESSION_CLOSING)
+        return;
+    ka_log(level, why, KA_KI("session", s->id), KA_KS("peer", s->peer),
+           KA_KS("detail", detail ? detail : ""),
+           KA_KI("in_flight", ka_inflight_count(&s->inflight)));
+    s->state = KA_SESSION_CLOSING;
+    ka_leg_t *legs[2] = {&s->client, &s->upstream};
+    for (int i = 0; i < 2; i++) {
+        ka_leg_t *leg = legs[i];
+        ka_pool_cancel(pool, &leg->waiter);
+        unschedule_resume(leg);
+        ka_relay_release(leg);
+        if (leg->open) {
+            leg->open = 0;
+            close_handle(s, (uv_handle_t *)&leg->tcp);
+        }
+    }
+    while (ka_inflight_pop(&s->inflight, &e) == 0) {
+        if (e.flags & KA_INFLIGHT_LOCAL)
+            ka_pbuf_unref(pool, e.answer);
+    }
+    ka_inflight_free(&s->inflight);
+    close_handle(s, (uv_handle_t *)&s->timer);
+}
+
+static void timer_cb(uv_timer_t *timer)
+{
+    ka_session_t *s = timer->data;
+    ka_server_t *srv = s->server;
+
+    if (s->state == KA_SESSION_CONNECTING) {
+        srv->metrics.upstream_connect_failures++;
+        ka_log(KA_LOG_WARN, "upstream connect failed", KA_KI("session", s->id),
+               KA_KS("upstream", srv->upstream_name), KA_KS("error", "connection timed out"));
+        ka_session_close(s, KA_LOG_DEBUG, "closing client", NULL);
+        return;
+    }
+    uint64_t idle_ms = (uint64_t)srv->cfg->idle_timeout_s * 1000;
+    uint64_t quiet = uv_now(srv->loop) - s->last_activity_ms;
+    /* A request the broker is still working on is not idleness. */
+    if (ka_inflight_count(&s->inflight) > 0)
+        quiet = 0;
+    if (quiet >= idle_ms) {
+        srv->metrics.idle_timeouts++;
+        ka_session_close(s, KA_LOG_INFO, "idle timeout, closing", NULL);
+        return;
+    }
+    /* Reads only stamp last_activity_ms; the timer re-arms for the rest. */
+    uv_timer_start(timer, timer_cb, idle_ms - quiet, 0);
+}
+
+static void connect_cb(uv_connect_t *req, int status)
+{
+    ka_session_t *s = req->data;
+    ka_server_t *srv = s->server;
+
+    if (s->state == KA_SESSION_CLOSING)
+        return;
+    if (status < 0) {
+        srv->metrics.upstream_connect_failures++;
+        ka_log(KA_LOG_WARN, "upstream connect failed", KA_KI("session", s->id),
+               KA_KS("upstream", srv->upstream_name), KA_KS("error", uv_strerror(status)));
+        ka_session_close(s, KA_LOG_DEBUG, "closing client", NULL);
+        return;
+    }
+    s->state = KA_SESSION_RELAYING;
+    uv_tcp_nodelay(&s->upstream.tcp, 1);
+    s->last_activity_ms = uv_now(srv->loop);
+    uv_timer_stop(&s->timer);
+    if (srv->cfg->idle_timeout_s > 0)
+        uv_timer_start(&s->timer, timer_cb, (uint64_t)srv->cfg->idle_timeout_s * 1000, 0);
+    ka_leg_update_reading(&s->client);
+    ka_leg_update_reading(&s->upstream);
+    if (s->draining)
+        ka_session_drain(s);
+}
+
+static void leg_init(ka_session_t *s, ka_leg_t *leg, ka_leg_t *peer, int is_client)
+{
+    ka_frame_alloc_t alloc = {ka_relay_carry_alloc, ka_relay_carry_release, leg};
+    leg->session = s;
+    leg->peer = peer;
+    leg->is_client = is_client;
+    leg->waiter.resume_cb = pool_resume_cb;
+    ka_frame_init(&leg->splitter, is_client ? KA_FRAME_REQUEST : KA_FRAME_RESPONSE,
+                  s->server->cfg->max_frame_bytes, &alloc);
+    uv_tcp_init(s->server->loop, &leg->tcp);
+    leg->tcp.data = leg;
+    leg->open = 1;
+}
+
+static void peer_name(uv_tcp_t *tcp, char *out, size_t len)
+{
+    struct sockaddr_storage ss;
+    int n = sizeof(ss);
+    char host[64] = "?";
+    int port = 0;
+    if (uv_tcp_getpeername(tcp, (struct sockaddr *)&ss, &n) == 0) {
+        if (ss.ss_family == AF_INET6) {
+            uv_ip6_name((struct sockaddr_in6 *)&ss, host, sizeof(host));
+            port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+        } else {
+            uv_ip4_name((struct sockaddr_in *)&ss, host, sizeof(host));
+            port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        }
+    }
+    snprintf(out, len, "%s:%d", host, port);
+}
+
+int ka_session_start(ka_server_t *srv, uv_stream_t *listener)
+{
+    ka_session_t *s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        ka_log(KA_LOG_ERROR, "out of memory for a session");
+        return KA_ENOMEM;
+    }
+    s->server = srv;
+    ka_inflight_init(&s->inflight);
+    leg_init(s, &s->client, &s->upstream, 1);
+    leg_init(s, &s->upstream, &s->client, 0);
+    uv_timer_init(srv->loop, &s->timer);
+    s->timer.data = s;
+    s->next = srv->sessions;
+    if (srv->sessions)
+        srv->sessions->prev = s;
+    srv->sessions = s;
+
+    int rc = uv_accept(listener, (uv_stream_t *)&s->client.tcp);
+    if (rc < 0) {
+        ka_log(KA_LOG_WARN, "accept failed", KA_KS("error", uv_strerror(rc)));
+        ka_session_close(s, KA_LOG_DEBUG, "accept failed", NULL);
+        return rc;
+    }
+    srv->metrics.connections_accepted++;
+    peer_name(&s->client.tcp, s->peer, sizeof(s->peer));
+    if (srv->metrics.connections_active >= srv->cfg->max_connections) {
+        srv->metrics.connections_rejected++;
+        ka_log(KA_LOG_WARN, "connection limit reached, closing new connection",
+               KA_KS("peer", s->peer), KA_KI("max_connections", srv->cfg->max_connections));
+        ka_session_close(s, KA_LOG_DEBUG, "rejected", NULL);
+        return 0;
+    }
+    s->id = ++srv->next_session_id;
+    srv->metrics.connections_active++;
+    uv_tcp_nodelay(&s->client.tcp, 1);
+    uv_tcp_nodelay(&s->upstream.tcp, 1);
+    ka_log(KA_LOG_DEBUG, "connection accepted", KA_KI("session", s->id), KA_KS("peer", s->peer));
+
+    s->connect_req.data = s;
+    rc = uv_tcp_connect(&s->connect_req, &s->upstream.tcp,
+                        (const struct sockaddr *)&srv->upstream_addr, connect_cb);
+    if (rc < 0) {
+        srv->metrics.upstream_connect_failures++;
+        ka_log(KA_LOG_WARN, "upstream connect failed", KA_KI("session", s->id),
+               KA_KS("upstream", srv->upstream_name), KA_KS("error", uv_strerror(rc)));
+        ka_session_close(s, KA_LOG_DEBUG, "closing client", NULL);
+        return 0;
+    }
+    uv_timer_start(&s->timer, timer_cb, KA_CONNECT_TIMEOUT_MS, 0);
+    return 0;
+}
+
+void ka_session_drain(ka_session_t *s)
+{
+    s->draining = 1;
+    if (s->state == KA_SESSION_CONNECTING) {
+        ka_session_close(s, KA_LOG_DEBUG, "closed while connecting: shutting down", NULL);
+        return;
+    }
+    if (s->state != KA_SESSION_RELAYING)
+        return;
+    /* Stop at a frame boundary; a frame half read finishes first and the
+     * relay pauses the client after it. */
+    if (ka_frame_at_boundary(&s->client.splitter) && s->client.route == KA_ROUTE_PASS) {
+        s->client.pause |= KA_PAUSE_DRAIN;
+        ka_leg_update_reading(&s->client);
+    }
+    ka_session_maybe_finish(s);
+}
+
+void ka_session_maybe_finish(ka_session_t *s)
+{
+    if (s->state != KA_SESSION_RELAYING || s->processing)
+        return;
+    ka_leg_t *c = &s->client, *u = &s->upstream;
+    int flushed = c->out == NULL && u->out == NULL && c->write_pending == 0 &&
+                  u->write_pending == 0 && c->parked == NULL && u->parked == NULL;
+    if (c->eof && u->eof && flushed) {
+        ka_session_close(s, KA_LOG_DEBUG, "connection closed by both sides", NULL);
+        return;
+    }
+    if (u->eof && c->shut_done && flushed) {
+        ka_session_close(s, KA_LOG_DEBUG, "upstream closed the connection", NULL);
+        return;
+    }
+    if (s->draining && (c->pause & KA_PAUSE_DRAIN || c->eof) &&
+        ka_inflight_count(&s->inflight) == 0 && c->out == NULL && c->write_pending == 0 &&
+        u->out == NULL && u->write_pending == 0 && u->route == KA_ROUTE_PASS &&
+        ka_frame_at_boundary(&u->splitter))
+        ka_session_close(s, KA_LOG_DEBUG, "drained", NULL);
+}

@@ -1,0 +1,34 @@
+# proxy/ unit tests: the frame splitter, the in-flight queue, the memory
+# pool, configuration, metrics; and an end-to-end forwarding script against
+# a tiny framed server (python3).
+set(KA_PROXY_TEST_DIR ${CMAKE_CURRENT_LIST_DIR}/proxy)
+if(TARGET ka_proxy_core)
+  ka_unit_test(test_proxy_frame
+    SOURCES ${KA_PROXY_TEST_DIR}/test_frame.c ${KA_PROXY_TEST_DIR}/frame_fixtures.c
+    LIBS ka_proxy_core)
+  ka_unit_test(test_proxy_inflight
+    SOURCES ${KA_PROXY_TEST_DIR}/test_inflight.c LIBS ka_proxy_core)
+  ka_unit_test(test_proxy_pool
+    SOURCES ${KA_PROXY_TEST_DIR}/test_pool.c LIBS ka_proxy_core)
+  ka_unit_test(test_proxy_config
+    SOURCES ${KA_PROXY_TEST_DIR}/test_config.c LIBS ka_proxy_core)
+  ka_unit_test(test_proxy_metrics
+    SOURCES ${KA_PROXY_TEST_DIR}/test_metrics.c LIBS ka_proxy_core)
+endif()
+if(TARGET ka_proxy_runtime)
+  find_package(Threads REQUIRED)
+  ka_unit_test(test_proxy_relay
+    SOURCES ${KA_PROXY_TEST_DIR}/test_relay.c LIBS ka_proxy_runtime Threads::Threads)
+  set_tests_properties(test_proxy_relay PROPERTIES TIMEOUT 20)
+endif()
+find_program(KA_PYTHON3 python3)
+if(TARGET kadmit AND KA_PYTHON3)
+  add_test(NAME test_proxy_e2e_forwarding
+           COMMAND ${KA_PYTHON3} ${KA_PROXY_TEST_DIR}/e2e_forwarding.py $<TARGET_FILE:kadmit>)
+  set_tests_properties(test_proxy_e2e_forwarding PROPERTIES TIMEOUT 60)
+endif()
+
+# The fuzz target's replay binary replays the seed corpus in ordinary builds.
+if(NOT KADMIT_FUZZ)
+  include(${CMAKE_CURRENT_LIST_DIR}/../fuzz/proxy.cmake)
+endif()

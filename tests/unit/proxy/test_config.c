@@ -1,0 +1,191 @@
+/*
+ * test_config.c: flags, environment variables, size suffixes and the error
+ * sentences of the kadmit command line.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ka_config.h"
+#include "ka_error.h"
+
+static char err[512];
+
+static int parse(ka_config_t *cfg, int argc, const char **argv)
+{
+    err[0] = '\0';
+    return ka_config_parse(cfg, argc, (char **)argv, err, sizeof(err));
+}
+
+static int clear_env(void **state)
+{
+    (void)state;
+    const char *vars[] = {"KADMIT_LISTEN",    "KADMIT_UPSTREAM",        "KADMIT_BUFFER_MEMORY",
+                          "KADMIT_LOG_LEVEL", "KADMIT_MAX_CONNECTIONS", "KADMIT_IDLE_TIMEOUT"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+        unsetenv(vars[i]);
+    return 0;
+}
+
+static void test_defaults_and_required_upstream(void **state)
+{
+    (void)state;
+    ka_config_t cfg;
+    const char *none[] = {"kadmit"};
+    assert_true(parse(&cfg, 1, none) < 0);
+    assert_non_null(strstr(err, "--upstream"));
+    const char *argv[] = {"kadmit", "--upstream", "127.0.0.1:19092"};
+    assert_int_equal(parse(&cfg, 3, argv), KA_CONFIG_RUN);
+    assert_string_equal(cfg.listen.host, "0.0.0.0");
+    assert_int_equal(cfg.listen.port, 9092);
+    assert_string_equal(cfg.upstream.host, "127.0.0.1");
+    assert_int_equal(cfg.upstream.port, 19092);
+    assert_int_equal(cfg.buffer_memory, 256ull << 20);
+    assert_int_equal(cfg.max_frame_bytes, 100ull << 20);
+    assert_int_equal(cfg.idle_timeout_s, 600);
+    assert_int_equal(cfg.drain_timeout_s, 25);
+    assert_int_equal(cfg.log_level, KA_LOG_INFO);
+}
+
+static void test_every_flag_in_both_spellings(void **state)
+{
+    (void)state;
+    ka_config_t cfg;
+    const char *argv[] = {"kadmit",
+                          "--listen=[::1]:9093",
+                          "--upstream",
+                          "broker.local:19092",
+                          "--log-level",
+                          "debug",
+                          "--log-format=json",
+                          "--max-frame-bytes",
+                          "1MiB",
+                          "--buffer-memory",
+                          "2GiB",
+                          "--max-connections",
+                          "7",
+                          "--idle-timeout",
+                          "0",
+                          "--drain-timeout=3"};
+    assert_int_equal(parse(&cfg, 16, argv), KA_CONFIG_RUN);
+    assert_string_equal(cfg.listen.host, "::1");
+    assert_int_equal(cfg.listen.port, 9093);
+    assert_string_equal(cfg.upstream.host, "broker.local");
+    assert_int_equal(cfg.log_level, KA_LOG_DEBUG);
+    assert_int_equal(cfg.log_format, KA_LOG_JSON);
+    assert_int_equal(cfg.max_frame_bytes, 1u << 20);
+    assert_int_equal(cfg.buffer_memory, 2ull << 30);
+    assert_int_equal(cfg.max_connections, 7);
+    assert_int_equal(cfg.idle_timeout_s, 0);
+    assert_int_equal(cfg.drain_timeout_s, 3);
+}
+
+static void test_environment_and_flags_win(void **state)
+{
+    (void)state;
+    ka_config_t cfg;
+    setenv("KADMIT_UPSTREAM", "10.0.0.1:9092", 1);
+    setenv("KADMIT_BUFFER_MEMORY", "64MiB", 1);
+    setenv("KADMIT_MAX_CONNECTIONS", "5", 1);
+    const char *argv[] = {"kadmit", "--max-connections", "9"};
+    assert_int_equal(parse(&cfg, 3, argv), KA_CONFIG_RUN);
+    assert_string_equal(cfg.upstream.host, "10.0.0.1");
+    assert_int_equal(cfg.buffer_memory, 64ull << 20);
+    assert_int_equal(cfg.max_connections, 9);
+    /* A bad variable names itself. */
+    setenv("KADMIT_BUFFER_MEMORY", "lots", 1);
+    assert_true(parse(&cfg, 1, argv) < 0);
+    assert_non_null(strstr(err, "KADMIT_BUFFER_MEMORY=lots"));
+    clear_env(NULL);
+}
+
+static void test_size_suffixes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        uint64_t want;
+    } ok[] = {{"1024", 1024},       {"1B", 1},     {"32KiB", 32768}, {"32MiB", 32u << 20},
+              {"3GiB", 3ull << 30}, {"5KB", 5000}, {"5MB", 5000000}, {"2GB", 2000000000}};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        uint64_t v = 0;
+        assert_int_equal(ka_config_parse_size(ok[i].in, &v, err, sizeof(err)), 0);
+        assert_int_equal(v, ok[i].want);
+    }
+    static const char *bad[] = {"",
+                                "MiB",
+                                "-1",
+                                "12XB",
+                                "1.5GiB",
+                                "10 MiB",
+                                "99999999999999999999",
+                                "18446744073709551615GiB"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        uint64_t v = 0;
+        assert_true(ka_config_parse_size(bad[i], &v, err, sizeof(err)) < 0);
+        assert_true(strlen(err) > 0);
+    }
+}
+
+static void expect_error(int argc, const char **argv, const char *fragment)
+{
+    ka_config_t cfg;
+    assert_true(parse(&cfg, argc, argv) < 0);
+    if (strstr(err, fragment) == NULL)
+        fail_msg("error \"%s\" does not mention \"%s\"", err, fragment);
+}
+
+static void test_errors_name_flag_and_value(void **state)
+{
+    (void)state;
+    const char *a1[] = {"kadmit", "--upstream", "h:1", "--buffer-memory", "12XB"};
+    expect_error(5, a1, "--buffer-memory 12XB: unknown size suffix");
+    const char *a2[] = {"kadmit", "--upstream", "h:1", "--listen", "nohostport"};
+    expect_error(5, a2, "--listen nohostport: expected HOST:PORT");
+    const char *a3[] = {"kadmit", "--upstream", "h:70000"};
+    expect_error(3, a3, "--upstream h:70000: expected a port");
+    const char *a4[] = {"kadmit", "--upstream", "h:1", "--bogus"};
+    expect_error(4, a4, "--bogus: unknown option");
+    const char *a5[] = {"kadmit", "--upstream"};
+    expect_error(2, a5, "--upstream: missing value");
+    const char *a6[] = {"kadmit", "--upstream", "h:1", "--log-level", "loud"};
+    expect_error(5, a6, "--log-level loud: expected error, warn, info or debug");
+    const char *a7[] = {"kadmit", "--upstream", "h:1", "--max-connections", "0"};
+    expect_error(5, a7, "--max-connections 0: must be between");
+    const char *a8[] = {"kadmit", "--upstream", "h:1", "--buffer-memory", "1KiB"};
+    expect_error(5, a8, "at least 1MiB");
+    const char *a9[] = {"kadmit", "--upstream", "::1:9092"};
+    expect_error(3, a9, "brackets");
+    const char *a10[] = {"kadmit", "stray"};
+    expect_error(2, a10, "stray: unexpected argument");
+    const char *a11[] = {"kadmit", "--upstream", "h:0"};
+    expect_error(3, a11, "must not be 0");
+}
+
+static void test_help_and_version(void **state)
+{
+    (void)state;
+    ka_config_t cfg;
+    const char *h[] = {"kadmit", "--help"};
+    assert_int_equal(parse(&cfg, 2, h), KA_CONFIG_HELP);
+    const char *v[] = {"kadmit", "--version"};
+    assert_int_equal(parse(&cfg, 2, v), KA_CONFIG_VERSION);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_defaults_and_required_upstream, clear_env),
+        cmocka_unit_test_setup(test_every_flag_in_both_spellings, clear_env),
+        cmocka_unit_test_setup(test_environment_and_flags_win, clear_env),
+        cmocka_unit_test_setup(test_size_suffixes, clear_env),
+        cmocka_unit_test_setup(test_errors_name_flag_and_value, clear_env),
+        cmocka_unit_test_setup(test_help_and_version, clear_env),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
