@@ -1,0 +1,116 @@
+/*
+ * ka_admin.h: the admin HTTP API server, the public face of admin-http/.
+ *
+ * The server runs on the proxy's own libuv loop and never blocks it: every
+ * request is answered synchronously from the snapshots the proxy hands out
+ * through ka_admin_ops_t, a small vtable the proxy implements. admin-http
+ * builds every JSON body and the policy/broker part of /metrics itself, so
+ * the whole API is testable with a fake vtable and synthetic snapshots.
+ *
+ * Every callback is called on the loop thread, one at a time, and only while
+ * a request is being answered. docs/admin-api.md describes the endpoints.
+ */
+#ifndef KA_ADMIN_H
+#define KA_ADMIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "ka_admin_buf.h"
+#include "ka_cluster.h"
+#include "ka_error.h"
+#include "ka_policy.h"
+#include "ka_reservations.h"
+
+/* The address the proxy passes when --admin is not given. */
+#define KA_ADMIN_DEFAULT_ADDRESS "127.0.0.1:9644"
+
+/*
+ * Limits of the server. A zero field takes the default in brackets, so a
+ * zeroed struct is a sensible configuration (with mutations refused).
+ */
+typedef struct ka_admin_config {
+    /* Bearer token that mutating calls must present (copied at start; trailing
+     * whitespace and newlines are trimmed, as token files usually end in one).
+     * NULL or empty: every mutation is refused with 403 (fail closed). */
+    const char *token;
+    size_t max_header_bytes;     /* request line plus headers [8 KiB]; above: 431 */
+    size_t max_body_bytes;       /* request body [1 MiB]; above: 413 */
+    uint64_t request_timeout_ms; /* from a request's first byte to its last [10 s]; then 408 */
+    uint64_t idle_timeout_ms;    /* keep-alive connection without a request [60 s] */
+    unsigned max_connections;    /* open admin connections [64]; above: 503 and close */
+} ka_admin_config_t;
+
+/* Outcome of the most recent policy-file reload, for GET /v1/policy and /metrics. */
+typedef struct ka_admin_reload_status {
+    bool attempted;     /* false until the file was (re)loaded at least once */
+    bool ok;            /* the last attempt succeeded */
+    int64_t at_unix_ms; /* wall-clock time of the last attempt */
+    uint64_t failures;  /* failed reloads since start */
+    char error[512];    /* !ok: the loader's sentence (file, field, problem) */
+} ka_admin_reload_status_t;
+
+/*
+ * What the proxy provides. Required: policy_get, policy_next_version,
+ * policy_apply. The rest may be NULL (the endpoint then says what is missing
+ * or, for /metrics, leaves the proxy's part out).
+ */
+typedef struct ka_admin_ops {
+    void *ctx; /* passed to every callback */
+
+    /* The policy in force: a new reference (never NULL; the proxy starts
+     * with ka_policy_new_default). */
+    ka_policy_t *(*policy_get)(void *ctx);
+    /* A version number greater than every one handed out before. */
+    uint64_t (*policy_next_version)(void *ctx);
+    /* Puts `next` in force (take a reference to keep it; admin-http drops
+     * its own afterwards) and persists it: to the policy file by atomic
+     * write, or to the state file when the policy file is read-only. Sets
+     * *persisted to say whether it reached disk. Returns 0 once the policy is
+     * in force, even if persisting failed; a negative ka_err with a sentence
+     * in err when it did not take effect. */
+    int (*policy_apply)(void *ctx, ka_policy_t *next, bool *persisted, char *err, size_t errlen);
+    /* The last policy-file reload. */
+    void (*reload_status)(void *ctx, ka_admin_reload_status_t *out);
+
+    /* The current cluster view: a new reference, or NULL before the first. */
+    ka_cluster_t *(*cluster_get)(void *ctx);
+    /* The reservation ledger, borrowed for the duration of the call, or NULL. */
+    const ka_reservations_t *(*reservations_get)(void *ctx);
+    /* Now, on the clock the cluster view's taken_at_ms uses. */
+    int64_t (*clock_ms)(void *ctx);
+
+    /* Appends the proxy's own metrics in Prometheus text format 0.0.4. */
+    int (*metrics_render)(void *ctx, ka_admin_buf_t *out);
+    /* True when kadmit can serve clients; otherwise a sentence in why. */
+    bool (*ready)(void *ctx, char *why, size_t len);
+} ka_admin_ops_t;
+
+typedef struct ka_admin_server ka_admin_server_t;
+
+/*
+ * Binds host_port ("127.0.0.1:9644", "[::1]:9644", "localhost:0"; port 0
+ * picks a free port) on `loop` and starts accepting. `cfg` (NULL for the
+ * defaults) is copied; `ops` must outlive the server. Returns 0, or a
+ * negative ka_err with a sentence in err (bad address, port in use). When
+ * binding fails the listener handle already exists and is closed through
+ * the loop: running the loop (as at shutdown) releases its memory.
+ */
+int ka_admin_server_start(uv_loop_t *loop, const char *host_port, const ka_admin_config_t *cfg,
+                          const ka_admin_ops_t *ops, ka_admin_server_t **out, char *err,
+                          size_t errlen);
+
+/* The bound port, useful after binding port 0. */
+int ka_admin_server_port(const ka_admin_server_t *server);
+
+/*
+ * Stops listening and closes every admin connection at once. The server
+ * frees itself after the last uv_close callback, so the loop must run on
+ * (uv_run until it returns) before it is closed. Accepts NULL.
+ */
+void ka_admin_server_close(ka_admin_server_t *server);
+
+#endif

@@ -1,0 +1,393 @@
+/*
+ * ka_admin_router.c: the route table, bearer-token checks, the small
+ * endpoints (/healthz, /readyz) and the response writer.
+ *
+ * Routing is a fixed table: a path either names a resource or is 404; a
+ * known resource with the wrong method is 405 with Allow. Mutations are
+ * authorised only after the route is known, so a typo in a path says 404
+ * rather than 401, and the body has already been capped by the session.
+ */
+#include "ka_admin_router.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <llhttp.h>
+
+#define DEFAULT_MAX_HEADER_BYTES   (8u * 1024)
+#define DEFAULT_MAX_BODY_BYTES     (1024u * 1024)
+#define DEFAULT_REQUEST_TIMEOUT_MS 10000u
+#define DEFAULT_IDLE_TIMEOUT_MS    60000u
+#define DEFAULT_MAX_CONNECTIONS    64u
+
+#define CONTENT_TYPE_JSON "application/json"
+
+static const char BROKER_PREFIX[] = "/v1/limits/brokers/";
+
+struct route_method {
+    int method;
+    bool mutating; /* needs the bearer token */
+    ka_admin_handler_fn handler;
+};
+
+struct route {
+    const char *path; /* exact path, or BROKER_PREFIX for the {id} route */
+    bool has_id;
+    const char *allow;
+    struct route_method methods[2];
+};
+
+static void handle_healthz(ka_admin_context_t *ctx, const ka_admin_request_t *req, const char *arg,
+                           ka_admin_response_t *res);
+static void handle_readyz(ka_admin_context_t *ctx, const ka_admin_request_t *req, const char *arg,
+                          ka_admin_response_t *res);
+
+static const struct route ROUTES[] = {
+    {"/v1/policy",
+     false,
+     "GET, PUT",
+     {{HTTP_GET, false, ka_admin_handle_policy_get}, {HTTP_PUT, true, ka_admin_handle_policy_put}}},
+    {"/v1/limits/default", false, "PUT", {{HTTP_PUT, true, ka_admin_handle_default_limit_put}}},
+    {BROKER_PREFIX,
+     true,
+     "PUT, DELETE",
+     {{HTTP_PUT, true, ka_admin_handle_broker_limit_put},
+      {HTTP_DELETE, true, ka_admin_handle_broker_limit_delete}}},
+    {"/v1/brokers", false, "GET", {{HTTP_GET, false, ka_admin_handle_brokers_get}}},
+    {"/metrics", false, "GET", {{HTTP_GET, false, ka_admin_handle_metrics_get}}},
+    {"/healthz", false, "GET", {{HTTP_GET, false, handle_healthz}}},
+    {"/readyz", false, "GET", {{HTTP_GET, false, handle_readyz}}},
+};
+
+/* Token files usually end in a newline; a token never does. */
+static size_t trimmed_length(const char *s)
+{
+    size_t n = strlen(s);
+
+    while (n > 0 && isspace((unsigned char)s[n - 1]))
+        n--;
+    return n;
+}
+
+int ka_admin_context_init(ka_admin_context_t *ctx, const ka_admin_config_t *cfg,
+                          const ka_admin_ops_t *ops)
+{
+    memset(ctx, 0, sizeof(*ctx));
+    if (cfg != NULL)
+        ctx->cfg = *cfg;
+    ctx->cfg.token = NULL; /* only our own copy is kept */
+    if (ctx->cfg.max_header_bytes == 0)
+        ctx->cfg.max_header_bytes = DEFAULT_MAX_HEADER_BYTES;
+    if (ctx->cfg.max_body_bytes == 0)
+        ctx->cfg.max_body_bytes = DEFAULT_MAX_BODY_BYTES;
+    if (ctx->cfg.request_timeout_ms == 0)
+        ctx->cfg.request_timeout_ms = DEFAULT_REQUEST_TIMEOUT_MS;
+    if (ctx->cfg.idle_timeout_ms == 0)
+        ctx->cfg.idle_timeout_ms = DEFAULT_IDLE_TIMEOUT_MS;
+    if (ctx->cfg.max_connections == 0)
+        ctx->cfg.max_connections = DEFAULT_MAX_CONNECTIONS;
+    ctx->ops = ops;
+    if (cfg != NULL && cfg->token != NULL && trimmed_length(cfg->token) > 0) {
+        ctx->token_len = trimmed_length(cfg->token);
+        ctx->token = malloc(ctx->token_len + 1);
+        if (ctx->token == NULL)
+            return KA_ENOMEM;
+        memcpy(ctx->token, cfg->token, ctx->token_len);
+        ctx->token[ctx->token_len] = '\0';
+    }
+    return 0;
+}
+
+void ka_admin_context_free(ka_admin_context_t *ctx)
+{
+    if (ctx->token != NULL) {
+        /* The token is a secret: do not leave it in freed memory. */
+        volatile char *p = ctx->token;
+        for (size_t i = 0; i < ctx->token_len; i++)
+            p[i] = 0;
+        free(ctx->token);
+    }
+    ctx->token = NULL;
+}
+
+/*
+ * Compares in time that depends only on the presented token's length, never
+ * on where the first difference is or on the configured token's length.
+ */
+static bool token_matches(const ka_admin_context_t *ctx, const char *given, size_t given_len)
+{
+    volatile unsigned char diff = (unsigned char)(given_len != ctx->token_len);
+
+    for (size_t i = 0; i < given_len; i++)
+        diff |= (unsigned char)given[i] ^ (unsigned char)ctx->token[i % ctx->token_len];
+    return diff == 0;
+}
+
+/* 0 when the request may mutate; otherwise fills res with 401 or 403. */
+static int authorize(const ka_admin_context_t *ctx, const ka_admin_request_t *req,
+                     ka_admin_response_t *res)
+{
+    const char *auth = req->authorization, *token;
+    size_t len;
+
+    if (ctx->token == NULL) {
+        ka_admin_response_error(res, 403,
+                                "changes over the admin API are disabled because no admin token "
+                                "is configured; start kadmit with --admin-token-file FILE or set "
+                                "KADMIT_ADMIN_TOKEN");
+        return -1;
+    }
+    if (auth == NULL) {
+        ka_admin_response_error(res, 401,
+                                "this call changes the policy and needs an Authorization: Bearer "
+                                "<token> header");
+        res->authenticate = "Bearer realm=\"kadmit\"";
+        return -1;
+    }
+    if (strncasecmp(auth, "Bearer ", 7) != 0) {
+        ka_admin_response_error(res, 401,
+                                "the Authorization header must use the Bearer scheme: "
+                                "\"Authorization: Bearer <token>\"");
+        res->authenticate = "Bearer realm=\"kadmit\"";
+        return -1;
+    }
+    token = auth + 7;
+    while (*token == ' ')
+        token++;
+    len = strlen(token);
+    while (len > 0 && (token[len - 1] == ' ' || token[len - 1] == '\t'))
+        len--;
+    if (!token_matches(ctx, token, len)) {
+        ka_admin_response_error(res, 401, "the bearer token is not valid");
+        res->authenticate = "Bearer realm=\"kadmit\", error=\"invalid_token\"";
+        return -1;
+    }
+    return 0;
+}
+
+static const struct route *find_route(const char *path, const char **arg)
+{
+    size_t prefix = sizeof(BROKER_PREFIX) - 1;
+
+    *arg = NULL;
+    for (size_t i = 0; i < sizeof(ROUTES) / sizeof(ROUTES[0]); i++) {
+        const struct route *r = &ROUTES[i];
+
+        if (!r->has_id && strcmp(path, r->path) == 0)
+            return r;
+        /* {id} is one non-empty path segment; the handler validates it. */
+        if (r->has_id && strncmp(path, r->path, prefix) == 0 && path[prefix] != '\0' &&
+            strchr(path + prefix, '/') == NULL) {
+            *arg = path + prefix;
+            return r;
+        }
+    }
+    return NULL;
+}
+
+void ka_admin_route(ka_admin_context_t *ctx, const ka_admin_request_t *req,
+                    ka_admin_response_t *res)
+{
+    const char *arg;
+    const struct route *r = find_route(req->path, &arg);
+
+    if (r == NULL) {
+        ka_admin_response_error(res, 404, "there is no resource at %.200s; see docs/admin-api.md",
+                                req->path);
+        return;
+    }
+    for (size_t i = 0; i < sizeof(r->methods) / sizeof(r->methods[0]); i++) {
+        const struct route_method *m = &r->methods[i];
+
+        if (m->handler == NULL || m->method != req->method)
+            continue;
+        if (m->mutating && authorize(ctx, req, res) < 0)
+            return;
+        m->handler(ctx, req, arg, res);
+        return;
+    }
+    ka_admin_response_error(res, 405, "%s is not allowed on %.200s; allowed: %s",
+                            llhttp_method_name((llhttp_method_t)req->method), req->path, r->allow);
+    res->allow = r->allow;
+}
+
+static void handle_healthz(ka_admin_context_t *ctx, const ka_admin_request_t *req, const char *arg,
+                           ka_admin_response_t *res)
+{
+    (void)ctx, (void)req, (void)arg;
+    /* Answering at all proves the loop runs, which is all liveness means. */
+    ka_admin_response_json(res, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static void handle_readyz(ka_admin_context_t *ctx, const ka_admin_request_t *req, const char *arg,
+                          ka_admin_response_t *res)
+{
+    char why[256] = "";
+
+    (void)req, (void)arg;
+    if (ctx->ops->ready != NULL && !ctx->ops->ready(ctx->ops->ctx, why, sizeof(why))) {
+        ka_admin_response_error(res, 503, "not ready: %s",
+                                why[0] ? why : "the proxy gave no reason");
+        return;
+    }
+    ka_admin_response_json(res, 200, json_pack("{s:s}", "status", "ready"));
+}
+
+void ka_admin_response_init(ka_admin_response_t *res)
+{
+    memset(res, 0, sizeof(*res));
+    res->status = 500;
+    res->content_type = CONTENT_TYPE_JSON;
+}
+
+void ka_admin_response_free(ka_admin_response_t *res)
+{
+    ka_admin_buf_free(&res->body);
+}
+
+static void error_body(ka_admin_buf_t *body, const char *message)
+{
+    json_t *doc = json_pack("{s:s}", "error", message);
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+
+    ka_admin_buf_reset(body);
+    if (text != NULL) {
+        ka_admin_buf_puts(body, text);
+        ka_admin_buf_puts(body, "\n");
+    } else {
+        /* json_pack fails only on allocation or invalid UTF-8 in message. */
+        ka_admin_buf_puts(body, "{\"error\":\"the error message could not be encoded\"}\n");
+    }
+    free(text);
+    json_decref(doc);
+}
+
+static void vset_error(ka_admin_response_t *res, int status, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+static void vset_error(ka_admin_response_t *res, int status, const char *fmt, va_list ap)
+{
+    char message[768];
+
+    vsnprintf(message, sizeof(message), fmt, ap);
+    /* Messages quote client input (paths, JSON values) cut at byte counts,
+     * which can leave control bytes or half a UTF-8 sequence; JSON strings
+     * must be valid UTF-8, so anything outside printable ASCII becomes '?'. */
+    for (char *c = message; *c != '\0'; c++) {
+        if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+            *c = '?';
+    }
+    res->status = status;
+    res->content_type = CONTENT_TYPE_JSON;
+    error_body(&res->body, message);
+}
+
+void ka_admin_response_error(ka_admin_response_t *res, int status, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vset_error(res, status, fmt, ap);
+    va_end(ap);
+}
+
+void ka_admin_response_json(ka_admin_response_t *res, int status, json_t *body)
+{
+    char *text = body ? json_dumps(body, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+
+    json_decref(body);
+    if (text == NULL) {
+        ka_admin_response_error(res, 500, "the response could not be built (out of memory)");
+        return;
+    }
+    res->status = status;
+    res->content_type = CONTENT_TYPE_JSON;
+    ka_admin_buf_reset(&res->body);
+    ka_admin_buf_puts(&res->body, text);
+    ka_admin_buf_puts(&res->body, "\n");
+    free(text);
+}
+
+static const char *reason_phrase(int status)
+{
+    switch (status) {
+    case 200:
+        return "OK";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 413:
+        return "Content Too Large";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return "Unknown";
+    }
+}
+
+int ka_admin_response_write(ka_admin_context_t *ctx, const ka_admin_response_t *res, bool close,
+                            ka_admin_buf_t *out)
+{
+    const ka_admin_buf_t *body = &res->body;
+
+    if (ka_admin_buf_failed(body) < 0) {
+        /* A half-built body must not be sent as if it were whole. */
+        ka_admin_response_t oom;
+        int rc;
+
+        ka_admin_response_init(&oom);
+        ka_admin_response_error(&oom, 500, "the response could not be built (out of memory)");
+        rc = ka_admin_buf_failed(&oom.body) < 0 ? KA_ENOMEM
+                                                : ka_admin_response_write(ctx, &oom, close, out);
+        ka_admin_response_free(&oom);
+        return rc;
+    }
+    if (res->status >= KA_ADMIN_STATUS_MIN && res->status <= KA_ADMIN_STATUS_MAX)
+        ctx->stats.responses[res->status - KA_ADMIN_STATUS_MIN]++;
+    ka_admin_buf_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n",
+                        res->status, reason_phrase(res->status), res->content_type, body->len);
+    ka_admin_buf_puts(out, "Cache-Control: no-store\r\n");
+    if (res->allow != NULL)
+        ka_admin_buf_printf(out, "Allow: %s\r\n", res->allow);
+    if (res->authenticate != NULL)
+        ka_admin_buf_printf(out, "WWW-Authenticate: %s\r\n", res->authenticate);
+    if (close)
+        ka_admin_buf_puts(out, "Connection: close\r\n");
+    ka_admin_buf_puts(out, "\r\n");
+    if (body->len > 0)
+        ka_admin_buf_append(out, body->data, body->len);
+    return ka_admin_buf_failed(out);
+}
+
+int ka_admin_write_error(ka_admin_context_t *ctx, int status, bool close, ka_admin_buf_t *out,
+                         const char *fmt, ...)
+{
+    ka_admin_response_t res;
+    va_list ap;
+    int rc;
+
+    ka_admin_response_init(&res);
+    va_start(ap, fmt);
+    vset_error(&res, status, fmt, ap);
+    va_end(ap);
+    rc = ka_admin_response_write(ctx, &res, close, out);
+    ka_admin_response_free(&res);
+    return rc;
+}
