@@ -134,6 +134,26 @@ static int set_drain_timeout(ka_config_t *c, const char *v, char *e, size_t n)
     return set_u32(&c->drain_timeout_s, 0, v, e, n);
 }
 
+static int set_path(char *field, size_t cap, const char *v, char *e, size_t n)
+{
+    if (v[0] == '\0' || strlen(v) >= cap) {
+        snprintf(e, n, "expected a file path shorter than %zu bytes", cap);
+        return KA_EINVALID;
+    }
+    memcpy(field, v, strlen(v) + 1);
+    return 0;
+}
+
+static int set_policy(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_path(c->policy_path, sizeof(c->policy_path), v, e, n);
+}
+
+static int set_check_policy(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_path(c->check_policy, sizeof(c->check_policy), v, e, n);
+}
+
 static const option_t options[] = {
     {"listen", "KADMIT_LISTEN", set_listen, "HOST:PORT",
      "where Kafka clients connect (default 0.0.0.0:9092)"},
@@ -153,6 +173,9 @@ static const option_t options[] = {
      "close connections idle this long, 0 = never (default 600)"},
     {"drain-timeout", "KADMIT_DRAIN_TIMEOUT", set_drain_timeout, "SECONDS",
      "on SIGTERM, wait this long for in-flight requests (default 25)"},
+    {"policy", "KADMIT_POLICY", set_policy, "FILE",
+     "admission policy (JSON); without it kadmit only forwards"},
+    {"check-policy", NULL, set_check_policy, "FILE", "validate a policy file and exit"},
     {"help", NULL, NULL, NULL, "print this help and exit"},
     {"version", NULL, NULL, NULL, "print the version and exit"},
 };
@@ -308,6 +331,8 @@ int ka_config_parse(ka_config_t *cfg, int argc, char **argv, char *err, size_t e
             return rc;
         }
     }
+    if (cfg->check_policy[0] != '\0')
+        return KA_CONFIG_CHECK_POLICY;
     if (!cfg->upstream.set) {
         snprintf(err, errlen, "--upstream HOST:PORT is required (or KADMIT_UPSTREAM)");
         return KA_EINVALID;

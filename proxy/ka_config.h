@@ -33,10 +33,17 @@ typedef struct ka_config {
     uint32_t max_connections; /* client connections beyond this are accepted and closed */
     uint32_t idle_timeout_s;  /* close connections silent this long; 0 turns it off */
     uint32_t drain_timeout_s; /* how long SIGTERM waits for in-flight requests */
+    char policy_path[4096];   /* --policy: admission policy file; empty = no admission */
+    char check_policy[4096];  /* --check-policy: validate this file and exit */
 } ka_config_t;
 
 /* What ka_config_parse asks the caller to do besides running. */
-enum ka_config_action { KA_CONFIG_RUN = 0, KA_CONFIG_HELP = 1, KA_CONFIG_VERSION = 2 };
+enum ka_config_action {
+    KA_CONFIG_RUN = 0,
+    KA_CONFIG_HELP = 1,
+    KA_CONFIG_VERSION = 2,
+    KA_CONFIG_CHECK_POLICY = 3
+};
 
 void ka_config_defaults(ka_config_t *cfg);
 

@@ -27,6 +27,7 @@ enum ka_inflight_flag {
     KA_INFLIGHT_BUFFER_RESPONSE = 1 << 1,   /* buffer the response whole for a handler */
     KA_INFLIGHT_LOCAL = 1 << 2,             /* answered by kadmit; answer holds the bytes */
     KA_INFLIGHT_SASL_HANDSHAKE_V0 = 1 << 3, /* its response decides raw SASL framing */
+    KA_INFLIGHT_HOOK_STATE = 1 << 4,        /* answer holds a handler's per-request state */
 };
 
 typedef struct ka_inflight_entry {

@@ -14,12 +14,12 @@
 #include "ka_log.h"
 
 int ka_intercept_apiversions_response(void *user, const ka_inflight_entry_t *request,
-                                      uint8_t *frame, size_t *len, ka_verdict_t *v)
+                                      uint8_t *frame, size_t *len, ka_hook_verdict_t *v)
 {
     int changed = 0;
     (void)user;
     memset(v, 0, sizeof(*v));
-    v->kind = KA_VERDICT_FORWARD;
+    v->kind = KA_HOOK_FORWARD;
     if (*len < 4)
         return 0;
     int rc = ka_apiversions_response_clamp(frame + 4, *len - 4, request->api_version, &changed);

@@ -17,7 +17,19 @@
  *   ANSWER  - (requests) do not forward; answer the client with the
  *             verdict's bytes, after every earlier response on the
  *             connection has been written;
- *   CLOSE   - close the connection; reason goes to the log.
+ *   CLOSE   - close the connection; reason goes to the log;
+ *   DEFER   - (requests) not yet: the handler needs something first (a fresh
+ *             cluster view). The relay keeps the frame, stops reading the
+ *             client (so later requests keep their order, invariant 1) and
+ *             calls the entry's defer(user, wake, arg); once the handler
+ *             calls wake(arg) the relay runs on_request again on the same
+ *             frame with v->resumed set. If the connection closes first, the
+ *             relay calls cancel(user, arg) and wake must not be called.
+ *
+ * A request handler may attach per-request state (v->state); the relay keeps
+ * it with the in-flight entry, hands it to on_response as request->answer
+ * (flag KA_INFLIGHT_HOOK_STATE) and frees it with the entry's free_state once
+ * the response has passed or the connection has closed.
  */
 #ifndef KA_INTERCEPT_H
 #define KA_INTERCEPT_H
@@ -31,10 +43,10 @@
 /* API keys at or above this are never intercepted (none exist yet). */
 #define KA_INTERCEPT_MAX_API 128
 
-enum ka_verdict_kind { KA_VERDICT_FORWARD = 0, KA_VERDICT_ANSWER, KA_VERDICT_CLOSE };
+enum ka_hook_action { KA_HOOK_FORWARD = 0, KA_HOOK_ANSWER, KA_HOOK_CLOSE, KA_HOOK_DEFER };
 
-typedef struct ka_verdict {
-    enum ka_verdict_kind kind;
+typedef struct ka_hook_verdict {
+    enum ka_hook_action kind;
     /* Replacement (FORWARD) or answer (ANSWER) frame, size prefix included;
      * NULL to forward the handler's buffer. The proxy copies the bytes and
      * then calls free_bytes(bytes) if it is set. */
@@ -44,12 +56,16 @@ typedef struct ka_verdict {
     /* Requests only: also buffer this request's response for on_response. */
     int buffer_response;
     const char *reason; /* CLOSE, or a note for the debug log */
-} ka_verdict_t;
+    /* Requests: per-request state for on_response (implies buffer_response). */
+    void *state;
+    /* In: 1 when on_request runs again after a DEFER. */
+    int resumed;
+} ka_hook_verdict_t;
 
 typedef int (*ka_request_handler_fn)(void *user, const ka_frame_header_t *hdr, uint8_t *frame,
-                                     size_t *len, ka_verdict_t *v);
+                                     size_t *len, ka_hook_verdict_t *v);
 typedef int (*ka_response_handler_fn)(void *user, const ka_inflight_entry_t *request,
-                                      uint8_t *frame, size_t *len, ka_verdict_t *v);
+                                      uint8_t *frame, size_t *len, ka_hook_verdict_t *v);
 
 typedef struct ka_intercept_entry {
     uint8_t buffer_request;  /* hold request frames of this key whole */
@@ -57,6 +73,11 @@ typedef struct ka_intercept_entry {
     ka_request_handler_fn on_request;
     ka_response_handler_fn on_response;
     void *user; /* handed to both handlers (e.g. the admission engine) */
+    /* DEFER support (see above); both NULL when the handler never defers. */
+    int (*defer)(void *user, void (*wake)(void *arg), void *arg);
+    void (*cancel)(void *user, void *arg);
+    /* Frees a verdict's state; NULL when the handler never attaches any. */
+    void (*free_state)(void *user, void *state);
 } ka_intercept_entry_t;
 
 typedef struct ka_intercept_table {
@@ -78,6 +99,6 @@ void ka_intercept_table_default(ka_intercept_table_t *t);
 
 /* The ApiVersions response handler (exposed for tests). */
 int ka_intercept_apiversions_response(void *user, const ka_inflight_entry_t *request,
-                                      uint8_t *frame, size_t *len, ka_verdict_t *v);
+                                      uint8_t *frame, size_t *len, ka_hook_verdict_t *v);
 
 #endif

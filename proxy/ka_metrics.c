@@ -47,7 +47,33 @@ static const metric_row_t rows[] = {
     ROW(local_answers, "counter", "Responses written by kadmit itself."),
     ROW(backpressure_pauses, "counter", "Reads paused because the other side was slow."),
     ROW(pool_waits, "counter", "Reads paused because the memory pool was depleted."),
+    ROW(adm_auto_create_denials, "counter",
+        "Metadata requests forwarded with allow_auto_topic_creation cleared."),
+    ROW(adm_deferred, "counter", "Admission decisions that waited for a metadata refresh."),
+    ROW(adm_reservations_released, "counter",
+        "Reservations released because the broker reported an error."),
+    ROW(metadata_refreshes, "counter", "Cluster views built by the metadata client."),
+    ROW(metadata_refresh_failures, "counter", "Metadata refresh attempts that failed."),
 };
+
+const char *ka_adm_api_name(enum ka_adm_api api)
+{
+    static const char *names[] = {"CreateTopics", "CreatePartitions", "AlterPartitionReassignments",
+                                  "Metadata"};
+    return (unsigned)api < KA_ADM_API_COUNT ? names[api] : "?";
+}
+
+const char *ka_adm_decision_name(enum ka_adm_decision d)
+{
+    static const char *names[] = {"admit", "rewrite", "partial", "reject", "audit"};
+    return (unsigned)d < KA_ADM_D_COUNT ? names[d] : "?";
+}
+
+const char *ka_adm_reason_name(enum ka_adm_reason r)
+{
+    static const char *names[] = {"none", "limit", "stale"};
+    return (unsigned)r < KA_ADM_R_COUNT ? names[r] : "?";
+}
 
 typedef struct out {
     char *buf;
@@ -84,6 +110,28 @@ long ka_metrics_render(const ka_metrics_t *m, ka_pool_t *pool, char *buf, size_t
         uint64_t x = *(const uint64_t *)((const char *)m + rows[i].offset);
         snprintf(v, sizeof(v), "%llu", (unsigned long long)x);
         emit_metric(&o, rows[i].name, rows[i].type, rows[i].help, v);
+    }
+    for (int a = 0; a < KA_ADM_API_COUNT && !o.overflow; a++) {
+        for (int d = 0; d < KA_ADM_D_COUNT; d++) {
+            for (int r = 0; r < KA_ADM_R_COUNT; r++) {
+                uint64_t x = m->adm_decisions[a][d][r];
+                if (x == 0)
+                    continue;
+                emit(&o,
+                     "kadmit_admission_decisions_total{api=\"%s\",decision=\"%s\",reason=\"%s\"} "
+                     "%llu\n",
+                     ka_adm_api_name(a), ka_adm_decision_name(d), ka_adm_reason_name(r),
+                     (unsigned long long)x);
+            }
+        }
+        for (int ver = 0; ver < KA_ADM_VERSION_SLOTS; ver++) {
+            if (m->adm_decode_errors[a][ver])
+                emit(&o, "kadmit_admission_decode_errors_total{api=\"%s\",version=\"%d\"} %llu\n",
+                     ka_adm_api_name(a), ver, (unsigned long long)m->adm_decode_errors[a][ver]);
+        }
+        if (m->adm_version_refused[a])
+            emit(&o, "kadmit_admission_version_refused_total{api=\"%s\"} %llu\n",
+                 ka_adm_api_name(a), (unsigned long long)m->adm_version_refused[a]);
     }
     if (pool != NULL) {
         /* KIP-81's names, in Prometheus spelling. */

@@ -13,6 +13,29 @@
 
 #include "ka_pool.h"
 
+/* Admission counters are labelled by API, decision and reason. */
+enum ka_adm_api {
+    KA_ADM_CREATE_TOPICS = 0,
+    KA_ADM_CREATE_PARTITIONS,
+    KA_ADM_REASSIGN,
+    KA_ADM_METADATA,
+    KA_ADM_API_COUNT
+};
+enum ka_adm_decision {
+    KA_ADM_D_ADMIT = 0, /* forwarded unchanged */
+    KA_ADM_D_REWRITE,   /* forwarded with kadmit's assignment (place mode) */
+    KA_ADM_D_PARTIAL,   /* some items rejected, the rest forwarded and merged */
+    KA_ADM_D_REJECT,    /* every item rejected, answered locally */
+    KA_ADM_D_AUDIT,     /* audit mode: forwarded, enforce would have rejected */
+    KA_ADM_D_COUNT
+};
+enum ka_adm_reason { KA_ADM_R_NONE = 0, KA_ADM_R_LIMIT, KA_ADM_R_STALE, KA_ADM_R_COUNT };
+#define KA_ADM_VERSION_SLOTS 16 /* decode errors of versions >= 15 share the last slot */
+
+const char *ka_adm_api_name(enum ka_adm_api api);
+const char *ka_adm_decision_name(enum ka_adm_decision d);
+const char *ka_adm_reason_name(enum ka_adm_reason r);
+
 typedef struct ka_metrics {
     uint64_t connections_accepted; /* client connections taken by the listener */
     uint64_t connections_rejected; /* closed at once because of --max-connections */
@@ -36,6 +59,15 @@ typedef struct ka_metrics {
     uint64_t local_answers;           /* answers kadmit wrote itself */
     uint64_t backpressure_pauses;     /* reads stopped for a slow peer */
     uint64_t pool_waits;              /* reads stopped for lack of pool memory */
+    /* Admission (only with --policy). */
+    uint64_t adm_decisions[KA_ADM_API_COUNT][KA_ADM_D_COUNT][KA_ADM_R_COUNT];
+    uint64_t adm_decode_errors[KA_ADM_API_COUNT][KA_ADM_VERSION_SLOTS];
+    uint64_t adm_version_refused[KA_ADM_API_COUNT]; /* above what kadmit decodes: closed */
+    uint64_t adm_auto_create_denials;   /* Metadata forwarded with auto-creation cleared */
+    uint64_t adm_deferred;              /* decisions that waited for a metadata refresh */
+    uint64_t adm_reservations_released; /* released because the broker reported an error */
+    uint64_t metadata_refreshes;        /* cluster views built */
+    uint64_t metadata_refresh_failures; /* refresh attempts that failed */
 } ka_metrics_t;
 
 /*

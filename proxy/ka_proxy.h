@@ -66,6 +66,7 @@ enum ka_leg_pause {
     KA_PAUSE_POOL = 1 << 1,         /* waiting for pool memory */
     KA_PAUSE_SASL = 1 << 2,         /* waiting for the SaslHandshake v0 answer */
     KA_PAUSE_DRAIN = 1 << 3,        /* shutting down: no new requests */
+    KA_PAUSE_DEFER = 1 << 4,        /* a held request waits for its handler (DEFER) */
 };
 
 struct ka_leg {
@@ -94,6 +95,10 @@ struct ka_leg {
     ka_pbuf_t *hold_prefix; /* header bytes waiting for `hold` to be allocated */
     uint32_t hold_prefix_off, hold_prefix_len;
     ka_frame_header_t hold_hdr; /* the request's header, slices cleared */
+    /* A whole request frame whose handler said DEFER; runs again once woken. */
+    ka_pbuf_t *deferred;
+    size_t deferred_len;
+    int deferred_woken;
 
     /* Links in the server's resume list: resumes triggered from inside
      * another callback (pool release, SASL answer) run from an idle handle,
@@ -136,6 +141,7 @@ struct ka_server {
     ka_pool_t pool;
     ka_metrics_t metrics;
     ka_intercept_table_t intercept;
+    void *admission; /* ka_admission_t when --policy is set, else NULL */
 
     uv_tcp_t listener;
     int listening;
@@ -193,6 +199,8 @@ void ka_relay_resume(ka_leg_t *leg);
 void ka_relay_release(ka_leg_t *leg);
 uint8_t *ka_relay_carry_alloc(void *ctx, size_t n);
 void ka_relay_carry_release(void *ctx, uint8_t *p);
+/* Frees a handler's per-request state held by an in-flight entry, if any. */
+void ka_relay_free_state(ka_server_t *srv, const ka_inflight_entry_t *e);
 
 static inline ka_pbuf_t *ka_pbuf_of(uint8_t *data)
 {

@@ -13,13 +13,16 @@
  * the rest of the read is then parked on the leg, which stops reading until
  * the condition clears and ka_relay_resume() continues where it stopped.
  */
+#include <stdio.h>
 #include <string.h>
 
+#include "ka_admission.h"
 #include "ka_log.h"
+#include "ka_protocol.h"
 #include "ka_proxy.h"
 
 /* ka_relay_process steps: go on, stop here (rest parked), or the session closed. */
-enum step { STEP_GO = 0, STEP_PARK = 1, STEP_CLOSED = -1 };
+enum step { STEP_GO = 0, STEP_PARK = 1, STEP_DEFER = 2, STEP_CLOSED = -1 };
 
 uint8_t *ka_relay_carry_alloc(void *ctx, size_t n)
 {
@@ -72,6 +75,14 @@ void ka_relay_release(ka_leg_t *leg)
         ka_pbuf_unref(pool, leg->hold_prefix);
     if (leg->out)
         ka_output_release(leg->session->server, leg->out);
+    if (leg->deferred) {
+        const ka_intercept_entry_t *ie =
+            ka_intercept_lookup(&leg->session->server->intercept, leg->hold_hdr.api_key);
+        if (!leg->deferred_woken && ie && ie->cancel)
+            ie->cancel(ie->user, leg);
+        ka_pbuf_unref(pool, leg->deferred);
+        leg->deferred = NULL;
+    }
     leg->parked = leg->hold = leg->hold_prefix = NULL;
     leg->out = NULL;
     ka_frame_free(&leg->splitter);
@@ -126,7 +137,7 @@ static void write_due_answers(ka_session_t *s)
 
 /* Copies a handler's verdict bytes into a pool buffer (local answers and
  * replacement frames draw on the reserved share). */
-static ka_pbuf_t *verdict_bytes(ka_session_t *s, ka_verdict_t *v)
+static ka_pbuf_t *verdict_bytes(ka_session_t *s, ka_hook_verdict_t *v)
 {
     ka_pbuf_t *pb = NULL;
     if (v->len > 0 && v->len <= UINT32_MAX)
@@ -138,18 +149,32 @@ static ka_pbuf_t *verdict_bytes(ka_session_t *s, ka_verdict_t *v)
     return pb;
 }
 
-static int push_request(ka_session_t *s, const ka_frame_header_t *h, uint32_t flags)
+void ka_relay_free_state(ka_server_t *srv, const ka_inflight_entry_t *e)
+{
+    if (!(e->flags & KA_INFLIGHT_HOOK_STATE))
+        return;
+    const ka_intercept_entry_t *ie = ka_intercept_lookup(&srv->intercept, e->api_key);
+    if (ie && ie->free_state)
+        ie->free_state(ie->user, e->answer);
+}
+
+static int push_request(ka_session_t *s, const ka_frame_header_t *h, uint32_t flags, void *state)
 {
     ka_inflight_entry_t e = {.correlation_id = h->correlation_id,
                              .api_key = h->api_key,
                              .api_version = h->api_version,
                              .flags = flags};
+    if (state != NULL) {
+        e.flags |= KA_INFLIGHT_HOOK_STATE | KA_INFLIGHT_BUFFER_RESPONSE;
+        e.answer = state;
+    }
     if (h->api_key == KA_API_PRODUCE && h->acks == 0) {
         s->server->metrics.produce_acks0++;
         return 0; /* no response will come */
     }
     int rc = ka_inflight_push(&s->inflight, &e);
     if (rc < 0) {
+        ka_relay_free_state(s->server, &e);
         s->server->metrics.protocol_errors++;
         ka_session_close(s, KA_LOG_WARN, "too many requests in flight", ka_strerror(rc));
     }
@@ -166,6 +191,28 @@ static uint32_t request_flags(ka_session_t *s, const ka_frame_header_t *h, int b
     if (h->api_key == KA_API_SASL_HANDSHAKE && h->api_version == 0)
         flags |= KA_INFLIGHT_SASL_HANDSHAKE_V0;
     return flags;
+}
+
+/*
+ * Invariant 4: a request to an API that kadmit judges, at a version kadmit
+ * cannot decode, is never forwarded blindly, with or without a policy. Real
+ * clients never send one (they follow the clamped ApiVersions), so a broker
+ * would treat it as a client error too: log, count, close. The peeked header
+ * is enough, so pass-through frames pay one table lookup.
+ */
+static int refuse_undecodable_version(ka_session_t *s, const ka_frame_header_t *h)
+{
+    int api = ka_adm_api_of(h->api_key);
+    if (api < 0 || (h->api_version <= ka_decoded_max_version(h->api_key) &&
+                    h->api_version >= ka_decoded_min_version(h->api_key)))
+        return 0;
+    char detail[160];
+    snprintf(detail, sizeof(detail),
+             "%s v%d, kadmit decodes up to v%d; the client ignored ApiVersions",
+             ka_api_name(h->api_key), h->api_version, ka_decoded_max_version(h->api_key));
+    s->server->metrics.adm_version_refused[api]++;
+    ka_session_close(s, KA_LOG_WARN, "request version kadmit does not decode", detail);
+    return 1;
 }
 
 /* Decides the route of a frame whose header was just peeked. */
@@ -186,6 +233,8 @@ static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, s
                 ka_session_close(s, KA_LOG_WARN, "too many requests in flight", NULL);
                 return STEP_CLOSED;
             }
+        } else if (refuse_undecodable_version(s, h)) {
+            return STEP_CLOSED;
         } else {
             const ka_intercept_entry_t *ie = ka_intercept_lookup(&s->server->intercept, h->api_key);
             if (ie && ie->buffer_request && ie->on_request) {
@@ -198,7 +247,7 @@ static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, s
                         h->sasl_mechanism.len > 0 ? (size_t)h->sasl_mechanism.len : 0);
                     src->frame_is_handshake = 1;
                 }
-                if (push_request(s, h, flags) < 0)
+                if (push_request(s, h, flags, NULL) < 0)
                     return STEP_CLOSED;
             }
         }
@@ -275,31 +324,57 @@ static void route_bytes(ka_leg_t *src, ka_pbuf_t *pb, size_t *run, size_t a, siz
     *run = b;
 }
 
+static void deferred_wake(void *arg)
+{
+    ka_leg_t *leg = arg;
+    leg->deferred_woken = 1;
+    leg->pause &= ~KA_PAUSE_DEFER;
+    ka_leg_schedule_resume(leg);
+}
+
 /* Runs the handler on a complete held frame and queues what it decided. */
-static enum step release_held(ka_leg_t *src)
+static enum step release_frame(ka_leg_t *src, ka_pbuf_t *hold, size_t len, int resumed)
 {
     ka_session_t *s = src->session;
-    ka_pbuf_t *hold = src->hold;
-    size_t len = src->hold_len;
-    ka_verdict_t v = {0};
+    ka_hook_verdict_t v = {0};
     int rc;
 
-    src->hold = NULL;
-    src->route = KA_ROUTE_PASS;
+    v.resumed = resumed;
     if (src->is_client) {
         const ka_intercept_entry_t *ie =
             ka_intercept_lookup(&s->server->intercept, src->hold_hdr.api_key);
         rc = ie->on_request(ie->user, &src->hold_hdr, hold->data, &len, &v);
+        if (rc == 0 && v.kind == KA_HOOK_DEFER) {
+            if (ie->defer && ie->defer(ie->user, deferred_wake, src) == 0) {
+                src->deferred = hold;
+                src->deferred_len = len;
+                src->deferred_woken = 0;
+                src->pause |= KA_PAUSE_DEFER;
+                return STEP_DEFER;
+            }
+            /* Cannot wait: decide now. */
+            memset(&v, 0, sizeof(v));
+            v.resumed = 1;
+            rc = ie->on_request(ie->user, &src->hold_hdr, hold->data, &len, &v);
+            if (v.kind == KA_HOOK_DEFER)
+                v.kind = KA_HOOK_CLOSE;
+        }
     } else {
         ka_inflight_entry_t *head = ka_inflight_head(&s->inflight);
         const ka_intercept_entry_t *ie = ka_intercept_lookup(&s->server->intercept, head->api_key);
         rc = ie && ie->on_response ? ie->on_response(ie->user, head, hold->data, &len, &v) : 0;
-        if (v.kind == KA_VERDICT_ANSWER)
-            v.kind = KA_VERDICT_FORWARD; /* a response's answer is a rewrite */
+        if (v.kind == KA_HOOK_ANSWER)
+            v.kind = KA_HOOK_FORWARD; /* a response's answer is a rewrite */
     }
-    if (rc < 0 || v.kind == KA_VERDICT_CLOSE || len > src->hold_total) {
+    if (rc < 0 || v.kind == KA_HOOK_CLOSE || len > src->hold_total) {
         if (v.free_bytes)
             v.free_bytes(v.bytes);
+        if (v.state != NULL) {
+            ka_inflight_entry_t tmp = {.api_key = src->hold_hdr.api_key,
+                                       .flags = KA_INFLIGHT_HOOK_STATE,
+                                       .answer = v.state};
+            ka_relay_free_state(s->server, &tmp);
+        }
         ka_pbuf_unref(&s->server->pool, hold);
         ka_session_close(s, KA_LOG_WARN, "closed by interception handler",
                          v.reason ? v.reason : ka_strerror(rc));
@@ -313,7 +388,13 @@ static enum step release_held(ka_leg_t *src)
             return STEP_CLOSED;
         }
     }
-    if (src->is_client && v.kind == KA_VERDICT_ANSWER) {
+    if (src->is_client && v.kind == KA_HOOK_ANSWER) {
+        if (v.state != NULL) {
+            ka_inflight_entry_t tmp = {.api_key = src->hold_hdr.api_key,
+                                       .flags = KA_INFLIGHT_HOOK_STATE,
+                                       .answer = v.state};
+            ka_relay_free_state(s->server, &tmp);
+        }
         ka_inflight_entry_t e = {.correlation_id = src->hold_hdr.correlation_id,
                                  .api_key = src->hold_hdr.api_key,
                                  .api_version = src->hold_hdr.api_version,
@@ -329,13 +410,22 @@ static enum step release_held(ka_leg_t *src)
         return STEP_GO;
     }
     if (src->is_client &&
-        push_request(s, &src->hold_hdr, request_flags(s, &src->hold_hdr, v.buffer_response)) < 0) {
+        push_request(s, &src->hold_hdr, request_flags(s, &src->hold_hdr, v.buffer_response),
+                     v.state) < 0) {
         ka_pbuf_unref(&s->server->pool, hold);
         return STEP_CLOSED;
     }
     ka_output_add(src->peer, hold, 0, len);
     ka_pbuf_unref(&s->server->pool, hold);
     return STEP_GO;
+}
+
+static enum step release_held(ka_leg_t *src)
+{
+    ka_pbuf_t *hold = src->hold;
+    src->hold = NULL;
+    src->route = KA_ROUTE_PASS;
+    return release_frame(src, hold, src->hold_len, 0);
 }
 
 /* A response to SaslHandshake v0 decides how the client's next frames look. */
@@ -376,10 +466,18 @@ static enum step on_end(ka_leg_t *src, ka_pbuf_t *pb, size_t *run, size_t off)
         int handshake = src->frame_is_handshake;
         src->frame_is_handshake = 0;
         s->server->metrics.frames_client_to_broker++;
-        if (src->route == KA_ROUTE_HOLD && (st = release_held(src)) != STEP_GO)
-            return st;
+        int deferred = 0;
+        if (src->route == KA_ROUTE_HOLD) {
+            st = release_held(src);
+            if (st == STEP_DEFER)
+                deferred = 1;
+            else if (st != STEP_GO)
+                return st;
+        }
         ka_frame_set_mode(&src->splitter, s->sasl_tokens_left > 0 ? KA_FRAME_RAW : KA_FRAME_REQUEST,
                           0);
+        if (deferred)
+            return STEP_PARK;
         if (handshake) {
             /* Hold the client's next bytes until the broker has said whether
              * raw SASL tokens follow. */
@@ -397,8 +495,11 @@ static enum step on_end(ka_leg_t *src, ka_pbuf_t *pb, size_t *run, size_t off)
     if (src->route == KA_ROUTE_HOLD && (st = release_held(src)) != STEP_GO)
         return st;
     ka_inflight_entry_t e;
-    if (ka_inflight_pop(&s->inflight, &e) == 0 && (e.flags & KA_INFLIGHT_SASL_HANDSHAKE_V0))
-        sasl_handshake_answered(s);
+    if (ka_inflight_pop(&s->inflight, &e) == 0) {
+        ka_relay_free_state(s->server, &e);
+        if (e.flags & KA_INFLIGHT_SASL_HANDSHAKE_V0)
+            sasl_handshake_answered(s);
+    }
     write_due_answers(s);
     return STEP_GO;
 }
@@ -479,10 +580,39 @@ void ka_relay_process(ka_leg_t *src, ka_pbuf_t *pb, size_t off, size_t len)
         ka_session_maybe_finish(s);
 }
 
+/* A deferred request's handler woke it: decide it now, then go on reading. */
+static int resume_deferred(ka_leg_t *leg)
+{
+    ka_session_t *s = leg->session;
+    ka_pbuf_t *hold = leg->deferred;
+    leg->deferred = NULL;
+    leg->deferred_woken = 0;
+    s->processing++;
+    enum step st = release_frame(leg, hold, leg->deferred_len, 1);
+    if (s->state != KA_SESSION_CLOSING) {
+        ka_output_flush(leg->peer);
+        ka_output_flush(leg);
+    }
+    s->processing--;
+    if (st == STEP_DEFER)
+        return 1; /* waits again */
+    if (s->state == KA_SESSION_CLOSING)
+        return 1;
+    if (s->draining && leg->is_client)
+        leg->pause |= KA_PAUSE_DRAIN;
+    if (leg->eof)
+        ka_leg_maybe_shutdown(leg->peer); /* a FIN that waited for the deferred frame */
+    ka_session_maybe_finish(s);
+    return s->state == KA_SESSION_CLOSING;
+}
+
 void ka_relay_resume(ka_leg_t *leg)
 {
     ka_session_t *s = leg->session;
-    if (s->state == KA_SESSION_CLOSING || (leg->pause & (KA_PAUSE_POOL | KA_PAUSE_SASL)))
+    if (s->state == KA_SESSION_CLOSING ||
+        (leg->pause & (KA_PAUSE_POOL | KA_PAUSE_SASL | KA_PAUSE_DEFER)))
+        return;
+    if (leg->deferred != NULL && resume_deferred(leg))
         return;
     if (leg->hold_prefix != NULL && leg->hold == NULL) {
         if (hold_allocate(leg) < 0) {

@@ -158,7 +158,7 @@ void ka_leg_maybe_shutdown(ka_leg_t *dst)
 {
     ka_leg_t *src = dst->peer;
     if (!src->eof || dst->shut || !dst->open || dst->out != NULL || dst->write_pending > 0 ||
-        src->parked != NULL || dst->session->state != KA_SESSION_RELAYING)
+        src->parked != NULL || src->deferred != NULL || dst->session->state != KA_SESSION_RELAYING)
         return;
     dst->shut = 1;
     dst->shutdown_req.data = dst;
@@ -217,6 +217,7 @@ void ka_session_close(ka_session_t *s, enum ka_log_level level, const char *why,
     while (ka_inflight_pop(&s->inflight, &e) == 0) {
         if (e.flags & KA_INFLIGHT_LOCAL)
             ka_pbuf_unref(pool, e.answer);
+        ka_relay_free_state(s->server, &e);
     }
     ka_inflight_free(&s->inflight);
     close_handle(s, (uv_handle_t *)&s->timer);
@@ -383,7 +384,8 @@ void ka_session_maybe_finish(ka_session_t *s)
         return;
     ka_leg_t *c = &s->client, *u = &s->upstream;
     int flushed = c->out == NULL && u->out == NULL && c->write_pending == 0 &&
-                  u->write_pending == 0 && c->parked == NULL && u->parked == NULL;
+                  u->write_pending == 0 && c->parked == NULL && u->parked == NULL &&
+                  c->deferred == NULL;
     if (c->eof && u->eof && flushed) {
         ka_session_close(s, KA_LOG_DEBUG, "connection closed by both sides", NULL);
         return;
@@ -392,7 +394,7 @@ void ka_session_maybe_finish(ka_session_t *s)
         ka_session_close(s, KA_LOG_DEBUG, "upstream closed the connection", NULL);
         return;
     }
-    if (s->draining && (c->pause & KA_PAUSE_DRAIN || c->eof) &&
+    if (s->draining && (c->pause & KA_PAUSE_DRAIN || c->eof) && c->deferred == NULL &&
         ka_inflight_count(&s->inflight) == 0 && c->out == NULL && c->write_pending == 0 &&
         u->out == NULL && u->write_pending == 0 && u->route == KA_ROUTE_PASS &&
         ka_frame_at_boundary(&u->splitter))

@@ -14,12 +14,17 @@ if(TARGET ka_proxy_core)
     SOURCES ${KA_PROXY_TEST_DIR}/test_config.c LIBS ka_proxy_core)
   ka_unit_test(test_proxy_metrics
     SOURCES ${KA_PROXY_TEST_DIR}/test_metrics.c LIBS ka_proxy_core)
+  ka_unit_test(test_proxy_admission
+    SOURCES ${KA_PROXY_TEST_DIR}/test_admission.c LIBS ka_proxy_core)
 endif()
 if(TARGET ka_proxy_runtime)
   find_package(Threads REQUIRED)
   ka_unit_test(test_proxy_relay
     SOURCES ${KA_PROXY_TEST_DIR}/test_relay.c LIBS ka_proxy_runtime Threads::Threads)
   set_tests_properties(test_proxy_relay PROPERTIES TIMEOUT 20)
+  ka_unit_test(test_proxy_relay_defer
+    SOURCES ${KA_PROXY_TEST_DIR}/test_relay_defer.c LIBS ka_proxy_runtime Threads::Threads)
+  set_tests_properties(test_proxy_relay_defer PROPERTIES TIMEOUT 20)
 endif()
 find_program(KA_PYTHON3 python3)
 if(TARGET kadmit AND KA_PYTHON3)

@@ -152,7 +152,7 @@ static void free_answer(void *p)
 
 /* Even correlation ids: answer locally; others: rewrite 'r' to 'R'. */
 static int handler(void *user, const ka_frame_header_t *hdr, uint8_t *frame, size_t *len,
-                   ka_verdict_t *v)
+                   ka_hook_verdict_t *v)
 {
     (void)user;
     memset(v, 0, sizeof(*v));
@@ -161,7 +161,7 @@ static int handler(void *user, const ka_frame_header_t *hdr, uint8_t *frame, siz
         put32(answer, 9);
         put32(answer + 4, (uint32_t)hdr->correlation_id);
         memcpy(answer + 8, "local", 5);
-        v->kind = KA_VERDICT_ANSWER;
+        v->kind = KA_HOOK_ANSWER;
         v->bytes = answer;
         v->len = 13;
         v->free_bytes = free_answer;
@@ -171,7 +171,7 @@ static int handler(void *user, const ka_frame_header_t *hdr, uint8_t *frame, siz
         if (frame[i] == 'r')
             frame[i] = 'R';
     }
-    v->kind = KA_VERDICT_FORWARD;
+    v->kind = KA_HOOK_FORWARD;
     return 0;
 }
 

@@ -1,0 +1,29 @@
+/*
+ * ka_admission_hook.h: admission on the data path (only with --policy).
+ *
+ * Owns the active policy (one pointer, swapped whole: a later reload only
+ * calls ka_admission_set_policy), the current cluster view, the reservation
+ * ledger and the metadata client, and installs interception handlers for
+ * CreateTopics, CreatePartitions, AlterPartitionReassignments and Metadata
+ * in the server's table. Each handler feeds the frame to ka_admission.c and
+ * maps its action to a relay verdict; a decision that wants a fresher view
+ * DEFERs until the metadata client's refresh completes (or fails).
+ */
+#ifndef KA_ADMISSION_HOOK_H
+#define KA_ADMISSION_HOOK_H
+
+#include <stddef.h>
+
+#include "ka_policy.h"
+#include "ka_proxy.h"
+
+typedef struct ka_admission ka_admission_t;
+
+/* Takes the caller's reference on policy. Installs the handlers in srv->intercept. */
+int ka_admission_start(ka_server_t *srv, ka_policy_t *policy, char *err, size_t errlen);
+/* Replaces the active policy (takes the reference); decisions in progress keep theirs. */
+void ka_admission_set_policy(ka_admission_t *a, ka_policy_t *policy);
+/* Stops the metadata client and frees everything once the loop has closed its handles. */
+void ka_admission_stop(ka_admission_t *a);
+
+#endif

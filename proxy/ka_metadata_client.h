@@ -1,0 +1,50 @@
+/*
+ * ka_metadata_client.h: kadmit's own connection to its broker, which
+ * builds the cluster view the admission engine decides against.
+ *
+ * The client owns one TCP connection to --upstream (never a client's
+ * connection, and its own correlation ids: ARCHITECTURE invariant 3) and
+ * speaks, in order:
+ *   ApiVersions v0      once per connection, to learn the broker's versions;
+ *   Metadata            all topics, at min(broker max, kadmit's decoded max);
+ *   DescribeConfigs     resource type BROKER for every broker id in the
+ *                       Metadata answer: a KRaft broker answers only for its
+ *                       own id (and refuses the others per resource), so the
+ *                       one result without error carries num.partitions,
+ *                       default.replication.factor and
+ *                       auto.create.topics.enable.
+ * Each refresh yields a new immutable ka_cluster_t handed to the callback
+ * (or NULL when the attempt failed). A refresh runs every interval and on
+ * demand (ka_mdc_refresh). A failed connection is retried with exponential
+ * backoff (100 ms doubling to 5 s); a request unanswered for 30 s closes the
+ * connection.
+ */
+#ifndef KA_METADATA_CLIENT_H
+#define KA_METADATA_CLIENT_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+#include "ka_cluster.h"
+#include "ka_metrics.h"
+
+typedef struct ka_mdc ka_mdc_t;
+
+/* view: a new view with one reference for the callee, or NULL after a failed attempt. */
+typedef void (*ka_mdc_cb)(void *arg, ka_cluster_t *view, const char *error);
+
+int ka_mdc_start(uv_loop_t *loop, const struct sockaddr *upstream, const char *upstream_name,
+                 int64_t interval_ms, ka_metrics_t *metrics, ka_mdc_cb cb, void *arg,
+                 ka_mdc_t **out);
+/* Starts a refresh now unless one is running (its result will do). */
+void ka_mdc_refresh(ka_mdc_t *c);
+void ka_mdc_set_interval(ka_mdc_t *c, int64_t interval_ms);
+/* True while a refresh is in progress (or waiting for the connection). */
+int ka_mdc_busy(const ka_mdc_t *c);
+/* True when the connection is down (waiting out the reconnect backoff). */
+int ka_mdc_down(const ka_mdc_t *c);
+/* Closes the connection and timers; the client frees itself once closed. */
+void ka_mdc_stop(ka_mdc_t *c);
+
+#endif
