@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages kadmit needs to build and test, skipping those already
+# installed. Runs apt-get update once, and only when something is missing. Uses sudo only
+# when not root.
+set -euo pipefail
+
+packages=(
+    build-essential cmake ninja-build pkg-config clang clang-format libclang-rt-14-dev
+    libuv1-dev libjansson-dev libcmocka-dev libssl-dev node-llhttp
+    kcat haproxy gnuplot-nox yamllint
+)
+python3 -c 'import pytest' 2>/dev/null || packages+=(python3-pytest)
+command -v java >/dev/null || packages+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null || packages+=(maven)
+
+missing=()
+for p in "${packages[@]}"; do
+    status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
+    [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+    echo "deps.sh: all packages present"
+    exit 0
+fi
+
+sudo=()
+if [[ "$(id -u)" -ne 0 ]]; then
+    command -v sudo >/dev/null || { echo "deps.sh: not root and no sudo; install: ${missing[*]}" >&2; exit 1; }
+    sudo=(sudo)
+fi
+echo "deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -q
+"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

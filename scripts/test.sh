@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Run every kadmit test: the README's "run all the tests" command, and what CI runs.
+#
+#   scripts/test.sh              all stages
+#   scripts/test.sh STAGE...     only these stages (names as in the summary)
+#
+# Stages: deps, kafka, build, unit, build-asan, unit-asan, format, protocol-gen,
+# integration-asan, integration, fuzz. A failing stage does not stop the later ones
+# (stages that need a missing build fail quickly); the summary lists each with its time and
+# the last line is "N passed, N failed". Exit status is non-zero when any stage failed.
+#
+# The integration suite runs twice: against the ASan+UBSan binary (memory and UB errors
+# in the sidecars fail the tests) and against the release binary (the one that ships).
+# Environment: KADMIT_FUZZ_SECONDS (fuzz time per target, default 15),
+# KADMIT_TEST_PORT_BASE (port offset for the test cluster), PYTEST_ADDOPTS.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+export PYTHONDONTWRITEBYTECODE=1
+
+all_stages=(deps kafka build unit build-asan unit-asan format protocol-gen
+            integration-asan integration fuzz)
+if [[ $# -gt 0 ]]; then stages=("$@"); else stages=("${all_stages[@]}"); fi
+
+find_kadmit() { # build dir -> path of the kadmit executable (empty when not built)
+    local d="$1"
+    for p in "$d/kadmit" "$d/proxy/kadmit"; do
+        [[ -x "$p" && -f "$p" ]] && { echo "$p"; return; }
+    done
+}
+
+integration() { # build dir
+    local bin
+    bin="$(find_kadmit "$1")"
+    if [[ -z "$bin" ]]; then
+        echo "no kadmit binary in $1 (did the build stage fail?)"
+        return 1
+    fi
+    echo "KADMIT_BIN=$bin"
+    KADMIT_BIN="$bin" python3 -m pytest -p no:cacheprovider -ra --durations=10 \
+        tests/integration
+}
+
+run_stage() {
+    case "$1" in
+    deps) scripts/deps.sh ;;
+    kafka) tests/kafka/fetch.sh ;;
+    build)
+        cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+        cmake --build build ;;
+    unit) ctest --test-dir build --output-on-failure ;;
+    build-asan)
+        cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKADMIT_SANITIZE=ON
+        cmake --build build-asan ;;
+    unit-asan) ctest --test-dir build-asan --output-on-failure ;;
+    format) scripts/check-format.sh ;;
+    protocol-gen)
+        if [[ -f protocol/gen/check.sh ]]; then sh protocol/gen/check.sh
+        else echo "no protocol/gen/check.sh; nothing to check"; fi ;;
+    integration-asan) integration build-asan ;;
+    integration) integration build ;;
+    fuzz) scripts/fuzz-smoke.sh ;;
+    *) echo "unknown stage: $1 (stages: ${all_stages[*]})"; return 2 ;;
+    esac
+}
+
+names=() results=() times=()
+passed=0 failed=0
+for s in "${stages[@]}"; do
+    echo
+    echo "=================== stage: $s ==================="
+    t0=$SECONDS
+    # Not in an `if`: there bash would ignore set -e inside the stage.
+    set +e
+    (set -euo pipefail; run_stage "$s")
+    rc=$?
+    set -e
+    if [[ $rc -eq 0 ]]; then
+        r=passed; passed=$((passed + 1))
+    else
+        r=FAILED; failed=$((failed + 1))
+    fi
+    names+=("$s") results+=("$r") times+=("$((SECONDS - t0))")
+    echo "=================== stage: $s $r in $((SECONDS - t0))s ==================="
+done
+
+echo
+echo "kadmit test summary"
+for i in "${!names[@]}"; do
+    printf '  %-18s %-7s %5ss\n' "${names[$i]}" "${results[$i]}" "${times[$i]}"
+done
+echo "  total ${SECONDS}s"
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

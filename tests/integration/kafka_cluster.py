@@ -1,0 +1,553 @@
+#!/usr/bin/env python3
+"""A real Apache Kafka KRaft cluster on loopback, with one kadmit sidecar per broker.
+
+Used by the pytest fixtures (conftest.py) and from the command line:
+
+    python3 tests/integration/kafka_cluster.py start  --brokers 3 --dir DIR [--sidecars]
+    python3 tests/integration/kafka_cluster.py status --dir DIR
+    python3 tests/integration/kafka_cluster.py stop   --dir DIR
+
+Topology (ARCHITECTURE.md section 6), node i (1-based), every port plus
+$KADMIT_TEST_PORT_BASE (default 0):
+
+    CLIENT      bound 127.0.0.1:1909i, advertised at the sidecar 127.0.0.1:909i
+    DIRECT      bound and advertised 127.0.0.1:2909i (bypasses kadmit)
+    INTERNAL    127.0.0.1:3909i (inter-broker)
+    CONTROLLER  127.0.0.1:4909i (every node is a voter; combined mode)
+
+The sidecar is `$KADMIT_BIN --listen 127.0.0.1:909i --upstream 127.0.0.1:1909i`.
+Processes started by the CLI outlive it; their pids are kept in DIR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import kafka_wire  # noqa: E402
+
+REPO_ROOT = HERE.parent.parent
+KAFKA_BIN = REPO_ROOT / "tests" / "kafka" / "bin"
+FETCH = REPO_ROOT / "tests" / "kafka" / "fetch.sh"
+HOST = "127.0.0.1"
+
+SANITIZER_PATTERNS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
+def port_base() -> int:
+    return int(os.environ.get("KADMIT_TEST_PORT_BASE", "0"))
+
+
+def kafka_home() -> Path:
+    if os.environ.get("KAFKA_HOME"):
+        return Path(os.environ["KAFKA_HOME"])
+    cache = Path(os.environ.get("KADMIT_CACHE", str(Path.home() / ".cache" / "kadmit")))
+    return cache / "kafka-4.1.1"
+
+
+def ensure_kafka() -> Path:
+    """Run tests/kafka/fetch.sh (idempotent; quick when the jars are cached)."""
+    out = subprocess.run(["bash", str(FETCH)], check=True, stdout=subprocess.PIPE, text=True)
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def kadmit_bin() -> Path:
+    """$KADMIT_BIN (relative paths from the repository root), else build/kadmit, else
+    build/proxy/kadmit (where CMake puts it unless told otherwise)."""
+    if os.environ.get("KADMIT_BIN"):
+        p = Path(os.environ["KADMIT_BIN"])
+        return p if p.is_absolute() else (REPO_ROOT / p)
+    default = REPO_ROOT / "build" / "kadmit"
+    fallback = REPO_ROOT / "build" / "proxy" / "kadmit"
+    return fallback if not default.exists() and fallback.exists() else default
+
+
+def tool(name: str) -> str:
+    """Path of a Kafka CLI wrapper in tests/kafka/bin."""
+    return str(KAFKA_BIN / name)
+
+
+def port_open(port: int, host: str = HOST, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 256 * 1024))
+            data = f.read().decode(errors="replace")
+    except OSError as e:
+        return f"<{path}: {e}>"
+    return "\n".join(data.splitlines()[-lines:])
+
+
+def _pid_alive(pid: int, marker: str) -> bool:
+    """True when pid runs and its command line mentions marker (guards pid reuse)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read().decode(errors="replace")
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().split(") ", 1)[1].startswith("Z"):
+                return False
+    except OSError:
+        return False
+    return marker in cmd
+
+
+class Proc:
+    """A child process recorded by a pid file, so another process can stop it."""
+
+    def __init__(self, name: str, pidfile: Path, logfile: Path, marker: str):
+        self.name = name
+        self.pidfile = pidfile
+        self.logfile = logfile
+        self.marker = marker
+        self.popen: subprocess.Popen | None = None
+
+    def spawn(self, argv: list[str], env: dict | None = None) -> None:
+        if self.alive():
+            raise RuntimeError(f"{self.name} already running (pid {self.pid()})")
+        log = open(self.logfile, "ab")
+        log.write(f"\n=== {time.strftime('%H:%M:%S')} start: {' '.join(argv)}\n".encode())
+        log.flush()
+        self.popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                      env=env, start_new_session=True)
+        log.close()
+        self.pidfile.write_text(str(self.popen.pid))
+
+    def pid(self) -> int | None:
+        if self.popen is not None:  # our own child: no need for the file (it may be gone)
+            return self.popen.pid
+        try:
+            return int(self.pidfile.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def alive(self) -> bool:
+        if self.popen is not None:
+            return self.popen.poll() is None
+        pid = self.pid()
+        return pid is not None and _pid_alive(pid, self.marker)
+
+    def returncode(self) -> int | None:
+        return None if self.popen is None else self.popen.poll()
+
+    def signal(self, sig: int) -> None:
+        pid = self.pid()
+        if pid is not None and self.alive():
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def wait(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                return True
+            time.sleep(0.05)
+        return not self.alive()
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """SIGTERM, then SIGKILL after timeout."""
+        if not self.alive():
+            self._reap()
+            return
+        self.signal(signal.SIGTERM)
+        if not self.wait(timeout):
+            self.signal(signal.SIGKILL)
+            self.wait(10)
+        self._reap()
+
+    def kill(self) -> None:
+        self.signal(signal.SIGKILL)
+        self.wait(10)
+        self._reap()
+
+    def _reap(self) -> None:
+        if self.popen is not None:
+            try:
+                self.popen.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+class Node:
+    def __init__(self, cluster: "KafkaCluster", node_id: int):
+        b = cluster.port_base
+        self.id = node_id
+        self.dir = cluster.dir / f"node-{node_id}"
+        self.client_port = 19090 + node_id + b
+        self.sidecar_port = 9090 + node_id + b
+        self.direct_port = 29090 + node_id + b
+        self.internal_port = 39090 + node_id + b
+        self.controller_port = 49090 + node_id + b
+        self.config = self.dir / "server.properties"
+        self.log = self.dir / "broker.log"
+        self.proc = Proc(f"broker {node_id}", self.dir / "broker.pid", self.log, str(self.config))
+
+
+class KafkaCluster:
+    def __init__(self, directory: Path | str, brokers: int = 3, port_base_: int | None = None,
+                 heap: str = "-Xms256m -Xmx768m"):
+        if brokers not in (1, 3):
+            raise ValueError("brokers must be 1 or 3")
+        self.dir = Path(directory).resolve()
+        self.n = brokers
+        self.port_base = port_base() if port_base_ is None else port_base_
+        self.heap = heap
+        self.nodes = [Node(self, i) for i in range(1, brokers + 1)]
+        self.home = kafka_home()
+
+    # -- addresses
+    @property
+    def bootstrap(self) -> str:
+        """The kadmit sidecars (what clients use)."""
+        return ",".join(f"{HOST}:{n.sidecar_port}" for n in self.nodes)
+
+    @property
+    def direct_bootstrap(self) -> str:
+        return ",".join(f"{HOST}:{n.direct_port}" for n in self.nodes)
+
+    def node(self, node_id: int) -> Node:
+        return self.nodes[node_id - 1]
+
+    # -- setup
+    def write_configs(self) -> None:
+        voters = ",".join(f"{n.id}@{HOST}:{n.controller_port}" for n in self.nodes)
+        for n in self.nodes:
+            (n.dir / "data").mkdir(parents=True, exist_ok=True)
+            props = {
+                "process.roles": "broker,controller",
+                "node.id": n.id,
+                "controller.quorum.voters": voters,
+                "listeners": (f"CLIENT://{HOST}:{n.client_port},DIRECT://{HOST}:{n.direct_port},"
+                              f"INTERNAL://{HOST}:{n.internal_port},"
+                              f"CONTROLLER://{HOST}:{n.controller_port}"),
+                "advertised.listeners": (f"CLIENT://{HOST}:{n.sidecar_port},"
+                                         f"DIRECT://{HOST}:{n.direct_port},"
+                                         f"INTERNAL://{HOST}:{n.internal_port}"),
+                "listener.security.protocol.map": ("CLIENT:PLAINTEXT,DIRECT:PLAINTEXT,"
+                                                   "INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"),
+                "inter.broker.listener.name": "INTERNAL",
+                "controller.listener.names": "CONTROLLER",
+                "log.dirs": str(n.dir / "data"),
+                "auto.create.topics.enable": "true",
+                "num.partitions": 1,
+                "default.replication.factor": min(3, self.n),
+                "offsets.topic.replication.factor": self.n,
+                "offsets.topic.num.partitions": 10,
+                "transaction.state.log.replication.factor": self.n,
+                "transaction.state.log.min.isr": 1,
+                "transaction.state.log.num.partitions": 10,
+                "group.initial.rebalance.delay.ms": 0,
+                "num.network.threads": 2,
+                "num.io.threads": 4,
+                "num.recovery.threads.per.data.dir": 1,
+                "log.segment.bytes": 256 * 1024 * 1024,
+                "controlled.shutdown.enable": "true",
+                "controller.quorum.election.timeout.ms": 1000,
+                "controller.quorum.fetch.timeout.ms": 2000,
+                "broker.heartbeat.interval.ms": 500,
+                "broker.session.timeout.ms": 6000,
+                "replica.lag.time.max.ms": 10000,
+                "share.coordinator.state.topic.replication.factor": self.n,
+                "share.coordinator.state.topic.min.isr": 1,
+            }
+            n.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+    def format(self) -> None:
+        """Write configs and format every node's storage (in parallel)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.write_configs()
+        cluster_id = kafka_wire_uuid()
+        (self.dir / "cluster-id").write_text(cluster_id)
+
+        def fmt(n: Node) -> None:
+            with open(n.dir / "format.log", "wb") as log:
+                subprocess.run([tool("kafka-storage"), "format", "--ignore-formatted",
+                                "-t", cluster_id, "-c", str(n.config)],
+                               stdout=log, stderr=subprocess.STDOUT, check=True)
+
+        with ThreadPoolExecutor(self.n) as ex:
+            list(ex.map(fmt, self.nodes))
+        (self.dir / "cluster.json").write_text(json.dumps(
+            {"brokers": self.n, "port_base": self.port_base}))
+
+    # -- lifecycle
+    def start_node(self, node_id: int) -> None:
+        n = self.node(node_id)
+        env = dict(os.environ, KAFKA_HEAP_OPTS=self.heap)
+        env.pop("KAFKA_JVM_OPTS", None)
+        env.pop("KAFKA_LOG4J_OPTS", None)
+        n.proc.spawn([tool("kafka-server-start"), str(n.config)], env=env)
+
+    def start(self, timeout: float = 120.0) -> None:
+        for n in self.nodes:
+            for port in (n.client_port, n.direct_port, n.internal_port, n.controller_port):
+                if port_open(port):
+                    raise RuntimeError(f"port {port} is already in use; another cluster running? "
+                                       "(set KADMIT_TEST_PORT_BASE to move)")
+        if not all((n.dir / "data" / "meta.properties").exists() for n in self.nodes):
+            self.format()
+        for n in self.nodes:
+            self.start_node(n.id)
+        self.wait_ready(timeout)
+
+    def broker_ready(self, node_id: int) -> bool:
+        """A broker answers Metadata on DIRECT with every broker registered, and CLIENT is open."""
+        n = self.node(node_id)
+        try:
+            md = kafka_wire.metadata(HOST, n.direct_port, timeout=2.0)
+        except (OSError, ConnectionError, ValueError):
+            return False
+        return len(md["brokers"]) == self.n and port_open(n.client_port)
+
+    def wait_ready(self, timeout: float = 120.0, nodes: list[int] | None = None) -> None:
+        ids = nodes or [n.id for n in self.nodes]
+        deadline = time.monotonic() + timeout
+        pending = set(ids)
+        while pending:
+            for i in sorted(pending):
+                if not self.node(i).proc.alive():
+                    raise RuntimeError(f"broker {i} exited during startup:\n"
+                                       + tail(self.node(i).log, 60))
+                if self.broker_ready(i):
+                    pending.discard(i)
+            if not pending:
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"brokers {sorted(pending)} not ready after {timeout}s:\n"
+                                   + self.diagnostics())
+            time.sleep(0.25)
+
+    def wait_topic_healthy(self, topic: str, timeout: float = 60.0) -> None:
+        """Every partition of topic has a leader and a full ISR (seen on DIRECT)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                md = kafka_wire.metadata(HOST, self.nodes[0].direct_port, topics=[topic])
+                t = md["topics"][0]
+                if (t["error"] == 0 and t["partitions"]
+                        and all(p["leader"] >= 0 and len(p["isr"]) == len(p["replicas"])
+                                for p in t["partitions"])):
+                    return
+            except (OSError, ConnectionError, IndexError):
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {topic} not healthy after {timeout}s")
+            time.sleep(0.25)
+
+    def wait_all_isr(self, timeout: float = 90.0) -> None:
+        """Every partition of every topic has its full ISR (after a restart)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            ok = False
+            try:
+                md = kafka_wire.metadata(HOST, self.nodes[0].direct_port)
+                ok = all(p["leader"] >= 0 and len(p["isr"]) == len(p["replicas"])
+                         for t in md["topics"] for p in t["partitions"])
+            except (OSError, ConnectionError):
+                pass
+            if ok:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError("ISR not complete after restart")
+            time.sleep(0.5)
+
+    def stop_node(self, node_id: int, timeout: float = 30.0) -> None:
+        self.node(node_id).proc.stop(timeout)
+
+    def kill_node(self, node_id: int) -> None:
+        self.node(node_id).proc.kill()
+
+    def restart_node(self, node_id: int, timeout: float = 90.0) -> None:
+        self.stop_node(node_id)
+        self.start_node(node_id)
+        self.wait_ready(timeout, nodes=[node_id])
+
+    def stop(self, timeout: float = 15.0) -> None:
+        with ThreadPoolExecutor(self.n) as ex:
+            list(ex.map(lambda n: n.proc.stop(timeout), self.nodes))
+
+    def status(self) -> dict:
+        return {n.id: {"pid": n.proc.pid() if n.proc.alive() else None,
+                       "ready": n.proc.alive() and self.broker_ready(n.id)} for n in self.nodes}
+
+    def diagnostics(self, lines: int = 30) -> str:
+        out = []
+        for n in self.nodes:
+            out.append(f"--- broker {n.id} ({'alive' if n.proc.alive() else 'DOWN'}) {n.log}")
+            out.append(tail(n.log, lines))
+        return "\n".join(out)
+
+
+def kafka_wire_uuid() -> str:
+    """A Kafka cluster id: 16 random bytes, url-safe base64 without padding."""
+    import base64
+    while True:  # one starting with '-' would be read as an option by kafka-storage
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if cid[0].isalnum():
+            return cid
+
+
+class Sidecar:
+    def __init__(self, node: Node, directory: Path, binary: Path):
+        self.node = node
+        self.binary = binary
+        self.listen = f"{HOST}:{node.sidecar_port}"
+        self.upstream = f"{HOST}:{node.client_port}"
+        self.log = directory / f"kadmit-{node.id}.log"
+        self.proc = Proc(f"kadmit {node.id}", directory / f"kadmit-{node.id}.pid", self.log,
+                         f"--listen\0{self.listen}")
+        self.log_offset = 0
+
+    def start(self, timeout: float = 15.0, log_level: str = "info") -> None:
+        if not self.binary.exists():
+            raise FileNotFoundError(f"kadmit binary not found: {self.binary} "
+                                    "(build it, or set KADMIT_BIN)")
+        env = dict(os.environ)
+        env.setdefault("ASAN_OPTIONS", "abort_on_error=0:halt_on_error=1:detect_leaks=1")
+        env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+        self.proc.spawn([str(self.binary), "--listen", self.listen, "--upstream", self.upstream,
+                         "--log-level", log_level], env=env)
+        deadline = time.monotonic() + timeout
+        while not port_open(self.node.sidecar_port):
+            if not self.proc.alive():
+                raise RuntimeError(f"kadmit {self.node.id} exited at start:\n{tail(self.log)}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"kadmit {self.node.id} not listening on {self.listen}")
+            time.sleep(0.05)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.proc.stop(timeout)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def problems(self, expect_alive: bool = True) -> list[str]:
+        """What is wrong with this sidecar: died, or sanitizer reports in its log."""
+        out = []
+        if expect_alive and not self.proc.alive():
+            out.append(f"kadmit {self.node.id} is not running (exit {self.proc.returncode()})")
+        try:
+            text = self.log.read_text(errors="replace")
+        except OSError:
+            text = ""
+        for line in text.splitlines():
+            if any(p in line for p in SANITIZER_PATTERNS):
+                out.append(f"kadmit {self.node.id}: {line.strip()}")
+        return out
+
+
+class Sidecars:
+    def __init__(self, cluster: KafkaCluster, binary: Path | None = None):
+        self.cluster = cluster
+        self.binary = binary or kadmit_bin()
+        self.items = [Sidecar(n, cluster.dir, self.binary) for n in cluster.nodes]
+
+    def __getitem__(self, node_id: int) -> Sidecar:
+        return self.items[node_id - 1]
+
+    def start(self) -> None:
+        for s in self.items:
+            if port_open(s.node.sidecar_port):
+                raise RuntimeError(f"port {s.node.sidecar_port} is already in use")
+            s.start()
+
+    def stop(self) -> None:
+        for s in self.items:
+            s.stop()
+
+    def problems(self) -> list[str]:
+        return [p for s in self.items for p in s.problems()]
+
+    def check(self) -> None:
+        probs = self.problems()
+        if probs:
+            raise AssertionError("kadmit sidecar problems:\n" + "\n".join(probs)
+                                 + "\n" + self.diagnostics())
+
+    def diagnostics(self, lines: int = 30) -> str:
+        out = []
+        for s in self.items:
+            out.append(f"--- kadmit {s.node.id} ({'alive' if s.proc.alive() else 'DOWN'}) {s.log}")
+            out.append(tail(s.log, lines))
+        return "\n".join(out)
+
+
+# --- CLI ----------------------------------------------------------------------
+
+def _load(directory: str, brokers: int | None) -> KafkaCluster:
+    d = Path(directory)
+    meta = d / "cluster.json"
+    saved = json.loads(meta.read_text()) if meta.exists() else {}
+    n = brokers or saved.get("brokers", 3)
+    return KafkaCluster(d, n, saved.get("port_base"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("command", choices=["start", "stop", "status"])
+    ap.add_argument("--brokers", type=int, default=None, help="1 or 3 (default 3)")
+    ap.add_argument("--dir", required=True, help="cluster state directory")
+    ap.add_argument("--sidecars", action="store_true",
+                    help="also start a kadmit sidecar per broker ($KADMIT_BIN)")
+    args = ap.parse_args(argv)
+
+    if args.command == "start":
+        ensure_kafka()
+        c = _load(args.dir, args.brokers)
+        if (c.dir / "cluster.json").exists() and c.port_base != port_base():
+            print(f"note: reusing port base {c.port_base} recorded in {c.dir}", file=sys.stderr)
+        t0 = time.monotonic()
+        try:
+            c.start()
+            if args.sidecars:
+                Sidecars(c).start()
+        except Exception:
+            Sidecars(c).stop()
+            c.stop()
+            raise
+        print(f"cluster ready in {time.monotonic() - t0:.1f}s: {c.n} broker(s) in {c.dir}")
+        if args.sidecars:
+            print(f"bootstrap (kadmit): {c.bootstrap}")
+        print(f"bootstrap (direct): {c.direct_bootstrap}")
+        return 0
+
+    c = _load(args.dir, args.brokers)
+    sc = Sidecars(c)
+    if args.command == "stop":
+        sc.stop()
+        c.stop()
+        print("stopped")
+        return 0
+    st = c.status()
+    for i, s in st.items():
+        side = sc[i]
+        print(f"broker {i}: {'ready' if s['ready'] else ('up' if s['pid'] else 'down')}"
+              f" pid={s['pid']}  kadmit {side.listen}: "
+              f"{'up pid=' + str(side.proc.pid()) if side.proc.alive() else 'down'}")
+    return 0 if all(s["ready"] for s in st.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
