@@ -208,10 +208,14 @@ static int refuse_undecodable_version(ka_session_t *s, const ka_frame_header_t *
         return 0;
     char detail[160];
     snprintf(detail, sizeof(detail),
-             "%s v%d, kadmit decodes up to v%d; the client ignored ApiVersions",
+             "%s v%d is not a version kadmit decodes (max %d); the client ignored ApiVersions",
              ka_api_name(h->api_key), h->api_version, ka_decoded_max_version(h->api_key));
     s->server->metrics.adm_version_refused[api]++;
-    ka_session_close(s, KA_LOG_WARN, "request version kadmit does not decode", detail);
+    /* The same line the admission hook writes when it refuses a request. */
+    ka_log(KA_LOG_WARN, "admission request refused, closing the connection",
+           KA_KS("api", ka_api_name(h->api_key)), KA_KI("version", h->api_version),
+           KA_KS("detail", detail));
+    ka_session_close(s, KA_LOG_INFO, "closed after a refused request", detail);
     return 1;
 }
 

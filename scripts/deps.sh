@@ -12,6 +12,16 @@ packages=(
 python3 -c 'import pytest' 2>/dev/null || packages+=(python3-pytest)
 command -v java >/dev/null || packages+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || packages+=(maven)
+python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
+
+# librdkafka's admin API in the integration tests (test_admission_librdkafka.py); from PyPI.
+confluent_kafka_version=2.16.1
+python_deps() {
+    python3 -c 'import confluent_kafka' 2>/dev/null && return 0
+    echo "deps.sh: installing confluent-kafka==$confluent_kafka_version (pip)"
+    PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 \
+        python3 -m pip install --quiet "confluent-kafka==$confluent_kafka_version"
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -21,6 +31,7 @@ done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
     echo "deps.sh: all packages present"
+    python_deps
     exit 0
 fi
 
@@ -33,3 +44,4 @@ echo "deps.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -q
 "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+python_deps
