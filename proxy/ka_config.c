@@ -154,6 +154,25 @@ static int set_check_policy(ka_config_t *c, const char *v, char *e, size_t n)
     return set_path(c->check_policy, sizeof(c->check_policy), v, e, n);
 }
 
+static int set_admin(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    if (strcmp(v, "off") == 0) {
+        c->admin_off = 1;
+        return 0;
+    }
+    int rc = ka_config_parse_hostport(v, &c->admin, e, n);
+    if (rc < 0)
+        snprintf(e + strlen(e), n - strlen(e), ", or off");
+    else
+        c->admin_off = 0;
+    return rc;
+}
+
+static int set_admin_token_file(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_path(c->admin_token_file, sizeof(c->admin_token_file), v, e, n);
+}
+
 static const option_t options[] = {
     {"listen", "KADMIT_LISTEN", set_listen, "HOST:PORT",
      "where Kafka clients connect (default 0.0.0.0:9092)"},
@@ -175,6 +194,10 @@ static const option_t options[] = {
      "on SIGTERM, wait this long for in-flight requests (default 25)"},
     {"policy", "KADMIT_POLICY", set_policy, "FILE",
      "admission policy (JSON); without it kadmit only forwards"},
+    {"admin", "KADMIT_ADMIN", set_admin, "HOST:PORT",
+     "admin HTTP API, or off (default 127.0.0.1:9644)"},
+    {"admin-token-file", "KADMIT_ADMIN_TOKEN_FILE", set_admin_token_file, "FILE",
+     "bearer token for admin changes (or env KADMIT_ADMIN_TOKEN)"},
     {"check-policy", NULL, set_check_policy, "FILE", "validate a policy file and exit"},
     {"help", NULL, NULL, NULL, "print this help and exit"},
     {"version", NULL, NULL, NULL, "print the version and exit"},
@@ -194,6 +217,8 @@ void ka_config_defaults(ka_config_t *cfg)
     cfg->max_connections = 10000;
     cfg->idle_timeout_s = 600;
     cfg->drain_timeout_s = 25;
+    snprintf(cfg->admin.host, sizeof(cfg->admin.host), "127.0.0.1");
+    cfg->admin.port = 9644;
 }
 
 int ka_config_parse_size(const char *s, uint64_t *out, char *e, size_t n)
@@ -338,6 +363,71 @@ int ka_config_parse(ka_config_t *cfg, int argc, char **argv, char *err, size_t e
         return KA_EINVALID;
     }
     return KA_CONFIG_RUN;
+}
+
+int ka_config_load_admin_token(const ka_config_t *cfg, char *out, size_t cap, char *err,
+                               size_t errlen)
+{
+    out[0] = '\0';
+    if (cfg->admin_token_file[0] == '\0') {
+        const char *env = getenv("KADMIT_ADMIN_TOKEN");
+        if (env == NULL)
+            return 0;
+        size_t len = strlen(env);
+        while (len > 0 && isspace((unsigned char)env[len - 1]))
+            len--;
+        if (len >= cap) {
+            snprintf(err, errlen, "KADMIT_ADMIN_TOKEN: the token is longer than %zu bytes",
+                     cap - 1);
+            return KA_ELIMIT;
+        }
+        memcpy(out, env, len);
+        out[len] = '\0';
+        return 0;
+    }
+    FILE *f = fopen(cfg->admin_token_file, "r");
+    if (f == NULL) {
+        snprintf(err, errlen, "--admin-token-file %s: %s", cfg->admin_token_file, strerror(errno));
+        return KA_EINVALID;
+    }
+    char line[4096];
+    int rc = 0;
+    if (fgets(line, sizeof(line), f) == NULL) {
+        if (ferror(f))
+            snprintf(err, errlen, "--admin-token-file %s: %s", cfg->admin_token_file,
+                     strerror(errno));
+        else
+            snprintf(err, errlen, "--admin-token-file %s: the file is empty",
+                     cfg->admin_token_file);
+        rc = KA_EINVALID;
+    }
+    fclose(f);
+    if (rc < 0)
+        return rc;
+    size_t len = strlen(line);
+    while (len > 0 && isspace((unsigned char)line[len - 1]))
+        len--;
+    if (len == 0) {
+        snprintf(err, errlen, "--admin-token-file %s: the first line holds no token",
+                 cfg->admin_token_file);
+        return KA_EINVALID;
+    }
+    if (len >= cap) {
+        snprintf(err, errlen, "--admin-token-file %s: the token is longer than %zu bytes",
+                 cfg->admin_token_file, cap - 1);
+        return KA_ELIMIT;
+    }
+    memcpy(out, line, len);
+    out[len] = '\0';
+    return 0;
+}
+
+void ka_config_admin_address(const ka_config_t *cfg, char *out, size_t cap)
+{
+    if (strchr(cfg->admin.host, ':') != NULL)
+        snprintf(out, cap, "[%s]:%u", cfg->admin.host, (unsigned)cfg->admin.port);
+    else
+        snprintf(out, cap, "%s:%u", cfg->admin.host, (unsigned)cfg->admin.port);
 }
 
 void ka_config_usage(void *stream)

@@ -28,13 +28,16 @@ typedef struct ka_config {
     ka_hostport_t upstream; /* the broker's client listener */
     enum ka_log_level log_level;
     enum ka_log_format log_format;
-    uint64_t max_frame_bytes; /* largest request frame accepted, like socket.request.max.bytes */
-    uint64_t buffer_memory;   /* KIP-81 buffer.memory: the bound on all buffered bytes */
-    uint32_t max_connections; /* client connections beyond this are accepted and closed */
-    uint32_t idle_timeout_s;  /* close connections silent this long; 0 turns it off */
-    uint32_t drain_timeout_s; /* how long SIGTERM waits for in-flight requests */
-    char policy_path[4096];   /* --policy: admission policy file; empty = no admission */
-    char check_policy[4096];  /* --check-policy: validate this file and exit */
+    uint64_t max_frame_bytes;    /* largest request frame accepted, like socket.request.max.bytes */
+    uint64_t buffer_memory;      /* KIP-81 buffer.memory: the bound on all buffered bytes */
+    uint32_t max_connections;    /* client connections beyond this are accepted and closed */
+    uint32_t idle_timeout_s;     /* close connections silent this long; 0 turns it off */
+    uint32_t drain_timeout_s;    /* how long SIGTERM waits for in-flight requests */
+    char policy_path[4096];      /* --policy: admission policy file; empty = no admission */
+    char check_policy[4096];     /* --check-policy: validate this file and exit */
+    ka_hostport_t admin;         /* --admin: the admin HTTP API (default 127.0.0.1:9644) */
+    int admin_off;               /* --admin off: no admin server */
+    char admin_token_file[4096]; /* --admin-token-file: bearer token for mutations */
 } ka_config_t;
 
 /* What ka_config_parse asks the caller to do besides running. */
@@ -53,6 +56,19 @@ void ka_config_defaults(ka_config_t *cfg);
  * the problem, e.g. "--buffer-memory 12XB: unknown size suffix".
  */
 int ka_config_parse(ka_config_t *cfg, int argc, char **argv, char *err, size_t errlen);
+
+/*
+ * The admin API's bearer token: the first line of --admin-token-file (trailing
+ * whitespace removed), else the environment variable KADMIT_ADMIN_TOKEN, else
+ * none (out[0] == '\0': mutations are refused). Returns 0, or a negative
+ * ka_err with a sentence in err when the file is missing, unreadable, empty or
+ * its token does not fit in cap.
+ */
+int ka_config_load_admin_token(const ka_config_t *cfg, char *out, size_t cap, char *err,
+                               size_t errlen);
+
+/* "HOST:PORT" of the admin API ("[v6]:PORT" for IPv6 literals). */
+void ka_config_admin_address(const ka_config_t *cfg, char *out, size_t cap);
 
 /* Writes the --help text. */
 void ka_config_usage(void *stream);

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -25,8 +27,9 @@ static int parse(ka_config_t *cfg, int argc, const char **argv)
 static int clear_env(void **state)
 {
     (void)state;
-    const char *vars[] = {"KADMIT_LISTEN",    "KADMIT_UPSTREAM",        "KADMIT_BUFFER_MEMORY",
-                          "KADMIT_LOG_LEVEL", "KADMIT_MAX_CONNECTIONS", "KADMIT_IDLE_TIMEOUT"};
+    const char *vars[] = {"KADMIT_LISTEN",    "KADMIT_UPSTREAM",         "KADMIT_BUFFER_MEMORY",
+                          "KADMIT_LOG_LEVEL", "KADMIT_MAX_CONNECTIONS",  "KADMIT_IDLE_TIMEOUT",
+                          "KADMIT_ADMIN",     "KADMIT_ADMIN_TOKEN_FILE", "KADMIT_ADMIN_TOKEN"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
         unsetenv(vars[i]);
     return 0;
@@ -50,6 +53,11 @@ static void test_defaults_and_required_upstream(void **state)
     assert_int_equal(cfg.idle_timeout_s, 600);
     assert_int_equal(cfg.drain_timeout_s, 25);
     assert_int_equal(cfg.log_level, KA_LOG_INFO);
+    assert_int_equal(cfg.admin_off, 0);
+    char addr[300];
+    ka_config_admin_address(&cfg, addr, sizeof(addr));
+    assert_string_equal(addr, "127.0.0.1:9644");
+    assert_string_equal(cfg.admin_token_file, "");
 }
 
 static void test_every_flag_in_both_spellings(void **state)
@@ -167,6 +175,93 @@ static void test_errors_name_flag_and_value(void **state)
     expect_error(3, a11, "must not be 0");
 }
 
+static void test_admin_address_and_off(void **state)
+{
+    (void)state;
+    ka_config_t cfg;
+    char addr[300];
+    const char *a1[] = {"kadmit", "--upstream", "h:1", "--admin", "[::1]:0"};
+    assert_int_equal(parse(&cfg, 5, a1), KA_CONFIG_RUN);
+    assert_int_equal(cfg.admin_off, 0);
+    ka_config_admin_address(&cfg, addr, sizeof(addr));
+    assert_string_equal(addr, "[::1]:0");
+    const char *a2[] = {"kadmit", "--upstream", "h:1", "--admin=off"};
+    assert_int_equal(parse(&cfg, 4, a2), KA_CONFIG_RUN);
+    assert_int_equal(cfg.admin_off, 1);
+    /* The environment sets it, a flag wins. */
+    setenv("KADMIT_ADMIN", "off", 1);
+    const char *a3[] = {"kadmit", "--upstream", "h:1"};
+    assert_int_equal(parse(&cfg, 3, a3), KA_CONFIG_RUN);
+    assert_int_equal(cfg.admin_off, 1);
+    const char *a4[] = {"kadmit", "--upstream", "h:1", "--admin", "localhost:9700"};
+    assert_int_equal(parse(&cfg, 5, a4), KA_CONFIG_RUN);
+    assert_int_equal(cfg.admin_off, 0);
+    ka_config_admin_address(&cfg, addr, sizeof(addr));
+    assert_string_equal(addr, "localhost:9700");
+    setenv("KADMIT_ADMIN", "nope", 1);
+    assert_true(parse(&cfg, 3, a3) < 0);
+    assert_non_null(strstr(err, "KADMIT_ADMIN=nope: expected HOST:PORT, or off"));
+    clear_env(NULL);
+    const char *a5[] = {"kadmit", "--upstream", "h:1", "--admin", "9644"};
+    expect_error(5, a5, "--admin 9644: expected HOST:PORT, or off");
+    const char *a6[] = {"kadmit", "--upstream", "h:1", "--admin-token-file", ""};
+    expect_error(5, a6, "--admin-token-file : expected a file path");
+}
+
+static void test_admin_token(void **state)
+{
+    (void)state;
+    ka_config_t cfg;
+    char token[64];
+    const char *a1[] = {"kadmit", "--upstream", "h:1"};
+
+    /* No file, no variable: no token (mutations will be refused). */
+    assert_int_equal(parse(&cfg, 3, a1), KA_CONFIG_RUN);
+    assert_int_equal(ka_config_load_admin_token(&cfg, token, sizeof(token), err, sizeof(err)), 0);
+    assert_string_equal(token, "");
+    /* The token itself from the environment. */
+    setenv("KADMIT_ADMIN_TOKEN", "s3cret\n", 1);
+    assert_int_equal(ka_config_load_admin_token(&cfg, token, sizeof(token), err, sizeof(err)), 0);
+    assert_string_equal(token, "s3cret");
+
+    /* The file's first line wins over the variable; trailing whitespace goes. */
+    char path[] = "/tmp/kadmit-token-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fputs("from-file  \nsecond line\n", f);
+    fclose(f);
+    setenv("KADMIT_ADMIN_TOKEN_FILE", path, 1);
+    assert_int_equal(parse(&cfg, 3, a1), KA_CONFIG_RUN);
+    assert_string_equal(cfg.admin_token_file, path);
+    assert_int_equal(ka_config_load_admin_token(&cfg, token, sizeof(token), err, sizeof(err)), 0);
+    assert_string_equal(token, "from-file");
+
+    /* An empty file is an error, as is a token too long for the buffer. */
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_true(ka_config_load_admin_token(&cfg, token, sizeof(token), err, sizeof(err)) < 0);
+    assert_non_null(strstr(err, "the file is empty"));
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("0123456789\n", f);
+    fclose(f);
+    char small[4];
+    assert_true(ka_config_load_admin_token(&cfg, small, sizeof(small), err, sizeof(err)) < 0);
+    assert_non_null(strstr(err, "longer than 3 bytes"));
+    unlink(path);
+
+    /* A missing file names the flag, the file and the reason. */
+    const char *a2[] = {"kadmit", "--upstream", "h:1", "--admin-token-file",
+                        "/nonexistent/kadmit-token"};
+    assert_int_equal(parse(&cfg, 5, a2), KA_CONFIG_RUN);
+    assert_true(ka_config_load_admin_token(&cfg, token, sizeof(token), err, sizeof(err)) < 0);
+    assert_non_null(strstr(err, "--admin-token-file /nonexistent/kadmit-token: No such file"));
+    clear_env(NULL);
+}
+
 static void test_help_and_version(void **state)
 {
     (void)state;
@@ -185,6 +280,8 @@ int main(void)
         cmocka_unit_test_setup(test_environment_and_flags_win, clear_env),
         cmocka_unit_test_setup(test_size_suffixes, clear_env),
         cmocka_unit_test_setup(test_errors_name_flag_and_value, clear_env),
+        cmocka_unit_test_setup(test_admin_address_and_off, clear_env),
+        cmocka_unit_test_setup(test_admin_token, clear_env),
         cmocka_unit_test_setup(test_help_and_version, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
