@@ -111,12 +111,19 @@ long ka_metrics_render(const ka_metrics_t *m, ka_pool_t *pool, char *buf, size_t
         snprintf(v, sizeof(v), "%llu", (unsigned long long)x);
         emit_metric(&o, rows[i].name, rows[i].type, rows[i].help, v);
     }
+    /* Each labelled family is one block under its HELP and TYPE lines, as the
+     * exposition format requires; a family with no sample is left out. */
+    int header = 0;
     for (int a = 0; a < KA_ADM_API_COUNT && !o.overflow; a++) {
         for (int d = 0; d < KA_ADM_D_COUNT; d++) {
             for (int r = 0; r < KA_ADM_R_COUNT; r++) {
                 uint64_t x = m->adm_decisions[a][d][r];
                 if (x == 0)
                     continue;
+                if (!header++)
+                    emit(&o, "# HELP kadmit_admission_decisions_total Admission decisions by API, "
+                             "decision and reason.\n"
+                             "# TYPE kadmit_admission_decisions_total counter\n");
                 emit(&o,
                      "kadmit_admission_decisions_total{api=\"%s\",decision=\"%s\",reason=\"%s\"} "
                      "%llu\n",
@@ -124,14 +131,30 @@ long ka_metrics_render(const ka_metrics_t *m, ka_pool_t *pool, char *buf, size_t
                      (unsigned long long)x);
             }
         }
+    }
+    header = 0;
+    for (int a = 0; a < KA_ADM_API_COUNT && !o.overflow; a++) {
         for (int ver = 0; ver < KA_ADM_VERSION_SLOTS; ver++) {
-            if (m->adm_decode_errors[a][ver])
-                emit(&o, "kadmit_admission_decode_errors_total{api=\"%s\",version=\"%d\"} %llu\n",
-                     ka_adm_api_name(a), ver, (unsigned long long)m->adm_decode_errors[a][ver]);
+            if (m->adm_decode_errors[a][ver] == 0)
+                continue;
+            if (!header++)
+                emit(&o, "# HELP kadmit_admission_decode_errors_total Admission requests that did "
+                         "not decode, by API and version.\n"
+                         "# TYPE kadmit_admission_decode_errors_total counter\n");
+            emit(&o, "kadmit_admission_decode_errors_total{api=\"%s\",version=\"%d\"} %llu\n",
+                 ka_adm_api_name(a), ver, (unsigned long long)m->adm_decode_errors[a][ver]);
         }
-        if (m->adm_version_refused[a])
-            emit(&o, "kadmit_admission_version_refused_total{api=\"%s\"} %llu\n",
-                 ka_adm_api_name(a), (unsigned long long)m->adm_version_refused[a]);
+    }
+    header = 0;
+    for (int a = 0; a < KA_ADM_API_COUNT && !o.overflow; a++) {
+        if (m->adm_version_refused[a] == 0)
+            continue;
+        if (!header++)
+            emit(&o, "# HELP kadmit_admission_version_refused_total Admission requests above the "
+                     "versions kadmit decodes, closed.\n"
+                     "# TYPE kadmit_admission_version_refused_total counter\n");
+        emit(&o, "kadmit_admission_version_refused_total{api=\"%s\"} %llu\n", ka_adm_api_name(a),
+             (unsigned long long)m->adm_version_refused[a]);
     }
     if (pool != NULL) {
         /* KIP-81's names, in Prometheus spelling. */
