@@ -309,6 +309,31 @@ void ka_admission_set_policy(ka_admission_t *a, ka_policy_t *policy)
     ka_mdc_set_interval(a->mdc, ka_policy_metadata_refresh_interval_ms(policy));
 }
 
+ka_policy_t *ka_admission_policy(const ka_admission_t *a)
+{
+    return a->policy;
+}
+
+ka_cluster_t *ka_admission_view(const ka_admission_t *a)
+{
+    return a->view;
+}
+
+const ka_reservations_t *ka_admission_ledger(const ka_admission_t *a)
+{
+    return a->ledger;
+}
+
+int ka_admission_upstream_connected(const ka_admission_t *a)
+{
+    return a->mdc != NULL && ka_mdc_connected(a->mdc);
+}
+
+int64_t ka_admission_now_ms(ka_admission_t *a)
+{
+    return now_ms(a);
+}
+
 void ka_admission_stop(ka_admission_t *a)
 {
     if (a == NULL)

@@ -14,7 +14,9 @@
 
 #include <stddef.h>
 
+#include "ka_cluster.h"
 #include "ka_policy.h"
+#include "ka_reservations.h"
 #include "ka_proxy.h"
 
 typedef struct ka_admission ka_admission_t;
@@ -23,6 +25,16 @@ typedef struct ka_admission ka_admission_t;
 int ka_admission_start(ka_server_t *srv, ka_policy_t *policy, char *err, size_t errlen);
 /* Replaces the active policy (takes the reference); decisions in progress keep theirs. */
 void ka_admission_set_policy(ka_admission_t *a, ka_policy_t *policy);
+/* The active policy, borrowed (valid until the next ka_admission_set_policy). */
+ka_policy_t *ka_admission_policy(const ka_admission_t *a);
+/* The current cluster view, borrowed, or NULL before the first refresh. */
+ka_cluster_t *ka_admission_view(const ka_admission_t *a);
+/* The reservation ledger, borrowed. */
+const ka_reservations_t *ka_admission_ledger(const ka_admission_t *a);
+/* True while the metadata client is connected to the broker. */
+int ka_admission_upstream_connected(const ka_admission_t *a);
+/* Now, on the clock the cluster view's taken_at_ms uses (the loop's). */
+int64_t ka_admission_now_ms(ka_admission_t *a);
 /* Stops the metadata client and frees everything once the loop has closed its handles. */
 void ka_admission_stop(ka_admission_t *a);
 

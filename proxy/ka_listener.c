@@ -192,6 +192,8 @@ int ka_server_listen(ka_server_t *srv, char *err, size_t errlen)
 
 void ka_server_drain(ka_server_t *srv)
 {
+    if (!srv->draining && srv->on_drain != NULL)
+        srv->on_drain(srv->on_drain_arg);
     srv->draining = 1;
     if (srv->listening) {
         srv->listening = 0;

@@ -562,6 +562,11 @@ int ka_mdc_down(const ka_mdc_t *c)
     return c->st == ST_DOWN;
 }
 
+int ka_mdc_connected(const ka_mdc_t *c)
+{
+    return c->st >= ST_IDLE;
+}
+
 void ka_mdc_set_interval(ka_mdc_t *c, int64_t interval_ms)
 {
     if (interval_ms < 100)

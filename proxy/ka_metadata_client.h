@@ -44,6 +44,8 @@ void ka_mdc_set_interval(ka_mdc_t *c, int64_t interval_ms);
 int ka_mdc_busy(const ka_mdc_t *c);
 /* True when the connection is down (waiting out the reconnect backoff). */
 int ka_mdc_down(const ka_mdc_t *c);
+/* True once the connection is up and the broker's versions are known. */
+int ka_mdc_connected(const ka_mdc_t *c);
 /* Closes the connection and timers; the client frees itself once closed. */
 void ka_mdc_stop(ka_mdc_t *c);
 

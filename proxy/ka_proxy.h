@@ -157,6 +157,9 @@ struct ka_server {
     uint64_t next_session_id;
 
     int draining;
+    /* Called once when a drain starts (SIGTERM/SIGINT), e.g. to close the admin server. */
+    void (*on_drain)(void *arg);
+    void *on_drain_arg;
     uv_timer_t drain_timer;
     uv_signal_t sigterm, sigint;
 

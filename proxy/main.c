@@ -2,18 +2,266 @@
  * main.c: the kadmit binary.
  *
  * Exit codes: 0 after --help, --version or a drain; 2 for a bad flag or
- * value; 1 for a runtime failure at startup (a port in use, an upstream
- * that does not resolve). Each failure is one line on stderr.
+ * value (an unreadable --admin-token-file included); 1 for a runtime
+ * failure at startup (a port in use, the admin port too, an upstream that
+ * does not resolve). Each failure is one line on stderr.
+ *
+ * The admin HTTP API (admin-http/) runs on the same loop; this file
+ * implements its ka_admin_ops_t over the proxy's state. Policy changes made
+ * through the API are put in force but not yet written to the policy file.
  */
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "ka_admin.h"
 #include "ka_admission_hook.h"
 #include "ka_config.h"
+#include "ka_engine.h"
+#include "ka_error.h"
 #include "ka_log.h"
 #include "ka_policy_file.h"
 #include "ka_proxy.h"
+
+/* Without --policy there is no metadata client, so readiness probes the
+ * upstream with a plain TCP connect this often. */
+#define ADMIN_PROBE_INTERVAL_MS 1000
+
+typedef struct admin_state {
+    ka_server_t *srv;
+    ka_policy_t *fallback; /* the default policy shown when admission is off */
+    uint64_t last_version; /* highest policy version handed out */
+    ka_admin_server_t *server;
+    uv_timer_t probe_timer;
+    uv_tcp_t probe_tcp;
+    uv_connect_t probe_req;
+    int probe_started; /* the timer is initialised */
+    int probe_busy;    /* probe_tcp is open (connecting or closing) */
+    int reachable;     /* the last probe connected */
+    int closed;
+} admin_state_t;
+
+static ka_admission_t *admission_of(admin_state_t *st)
+{
+    return st->srv->admission;
+}
+
+static ka_policy_t *op_policy_get(void *ctx)
+{
+    admin_state_t *st = ctx;
+    ka_admission_t *a = admission_of(st);
+    return ka_policy_ref(a != NULL ? ka_admission_policy(a) : st->fallback);
+}
+
+static uint64_t op_policy_next_version(void *ctx)
+{
+    admin_state_t *st = ctx;
+    return ++st->last_version;
+}
+
+static int op_policy_apply(void *ctx, ka_policy_t *next, bool *persisted, char *err, size_t errlen)
+{
+    admin_state_t *st = ctx;
+    ka_admission_t *a = admission_of(st);
+    *persisted = false;
+    if (a == NULL) {
+        snprintf(err, errlen,
+                 "admission is off: start kadmit with --policy FILE to enforce a policy");
+        return KA_EINVALID;
+    }
+    /* One thread: the swap is atomic for every decision, and decisions in
+     * progress keep the reference they took. */
+    ka_admission_set_policy(a, ka_policy_ref(next));
+    if (ka_policy_version(next) > st->last_version)
+        st->last_version = ka_policy_version(next);
+    snprintf(err, errlen, "writing API changes to the policy file is not implemented yet");
+    ka_log(KA_LOG_INFO, "policy changed over the admin API",
+           KA_KI("version", ka_policy_version(next)),
+           KA_KI("max.broker.partitions", ka_policy_default_broker_limit(next)),
+           KA_KI("broker_overrides", ka_policy_override_count(next)), KA_KS("persisted", "no"));
+    return 0;
+}
+
+static void op_reload_status(void *ctx, ka_admin_reload_status_t *out)
+{
+    (void)ctx;
+    memset(out, 0, sizeof(*out)); /* the policy file is not reloaded yet */
+    out->attempted = false;
+}
+
+static ka_cluster_t *op_cluster_get(void *ctx)
+{
+    ka_admission_t *a = admission_of(ctx);
+    return a != NULL ? ka_cluster_ref(ka_admission_view(a)) : NULL;
+}
+
+static const ka_reservations_t *op_reservations_get(void *ctx)
+{
+    ka_admission_t *a = admission_of(ctx);
+    return a != NULL ? ka_admission_ledger(a) : NULL;
+}
+
+static int64_t op_clock_ms(void *ctx)
+{
+    admin_state_t *st = ctx;
+    ka_admission_t *a = admission_of(st);
+    if (a != NULL)
+        return ka_admission_now_ms(a);
+    uv_update_time(st->srv->loop);
+    return (int64_t)uv_now(st->srv->loop);
+}
+
+static int op_metrics_render(void *ctx, ka_admin_buf_t *out)
+{
+    admin_state_t *st = ctx;
+    for (size_t cap = 64 * 1024; cap <= 16 * 1024 * 1024; cap *= 2) {
+        char *p = ka_admin_buf_reserve(out, cap);
+        if (p == NULL)
+            return KA_ENOMEM;
+        long n = ka_metrics_render(&st->srv->metrics, &st->srv->pool, p, cap);
+        if (n >= 0) {
+            ka_admin_buf_commit(out, (size_t)n);
+            return 0;
+        }
+        if (n != KA_EOVERFLOW)
+            return (int)n;
+    }
+    return KA_EOVERFLOW;
+}
+
+static bool op_ready(void *ctx, char *why, size_t len)
+{
+    admin_state_t *st = ctx;
+    ka_server_t *srv = st->srv;
+    ka_admission_t *a = admission_of(st);
+    if (srv->draining) {
+        snprintf(why, len, "draining connections before exit");
+        return false;
+    }
+    if (a == NULL) {
+        if (!st->reachable) {
+            snprintf(why, len, "the broker at %s is not reachable", srv->upstream_name);
+            return false;
+        }
+        return true;
+    }
+    if (!ka_admission_upstream_connected(a)) {
+        snprintf(why, len, "the metadata client is not connected to the broker at %s",
+                 srv->upstream_name);
+        return false;
+    }
+    ka_policy_t *policy = ka_admission_policy(a);
+    ka_cluster_t *view = ka_admission_view(a);
+    if (view == NULL) {
+        snprintf(why, len, "no cluster view from the broker at %s yet", srv->upstream_name);
+        return false;
+    }
+    int64_t now = ka_admission_now_ms(a);
+    if (ka_engine_view_is_stale(policy, view, now)) {
+        snprintf(why, len,
+                 "the cluster view is %" PRId64
+                 " ms old, older than metadata.max.staleness.ms (%" PRId64 ")",
+                 now - ka_cluster_taken_at_ms(view), ka_policy_metadata_max_staleness_ms(policy));
+        return false;
+    }
+    return true;
+}
+
+static void probe_closed_cb(uv_handle_t *h)
+{
+    admin_state_t *st = h->data;
+    st->probe_busy = 0;
+}
+
+static void probe_connect_cb(uv_connect_t *req, int status)
+{
+    admin_state_t *st = req->data;
+    if (status == UV_ECANCELED)
+        return; /* closed by admin_close */
+    st->reachable = status == 0;
+    uv_close((uv_handle_t *)&st->probe_tcp, probe_closed_cb);
+}
+
+static void probe_timer_cb(uv_timer_t *t)
+{
+    admin_state_t *st = t->data;
+    if (st->probe_busy || st->closed)
+        return;
+    if (uv_tcp_init(st->srv->loop, &st->probe_tcp) < 0)
+        return;
+    st->probe_busy = 1;
+    st->probe_tcp.data = st;
+    st->probe_req.data = st;
+    if (uv_tcp_connect(&st->probe_req, &st->probe_tcp,
+                       (const struct sockaddr *)&st->srv->upstream_addr, probe_connect_cb) < 0) {
+        st->reachable = 0;
+        uv_close((uv_handle_t *)&st->probe_tcp, probe_closed_cb);
+    }
+}
+
+/* On drain: stop serving the admin API and probing. */
+static void admin_close(void *arg)
+{
+    admin_state_t *st = arg;
+    if (st->closed)
+        return;
+    st->closed = 1;
+    ka_admin_server_close(st->server);
+    st->server = NULL;
+    if (st->probe_started)
+        uv_close((uv_handle_t *)&st->probe_timer, NULL);
+    if (st->probe_busy && !uv_is_closing((uv_handle_t *)&st->probe_tcp))
+        uv_close((uv_handle_t *)&st->probe_tcp, probe_closed_cb);
+}
+
+static const ka_admin_ops_t admin_ops = {
+    .policy_get = op_policy_get,
+    .policy_next_version = op_policy_next_version,
+    .policy_apply = op_policy_apply,
+    .reload_status = op_reload_status,
+    .cluster_get = op_cluster_get,
+    .reservations_get = op_reservations_get,
+    .clock_ms = op_clock_ms,
+    .metrics_render = op_metrics_render,
+    .ready = op_ready,
+};
+
+static int admin_start(admin_state_t *st, ka_admin_ops_t *ops, const ka_config_t *cfg,
+                       const char *token, char *err, size_t errlen)
+{
+    char addr[KA_CONFIG_HOST_MAX + 16];
+    ka_admin_config_t acfg = {.token = token};
+    *ops = admin_ops;
+    ops->ctx = st;
+    if (st->srv->admission == NULL) {
+        if (ka_policy_new_default(0, &st->fallback) < 0) {
+            snprintf(err, errlen, "out of memory");
+            return KA_ENOMEM;
+        }
+        uv_timer_init(st->srv->loop, &st->probe_timer);
+        st->probe_timer.data = st;
+        st->probe_started = 1;
+        uv_timer_start(&st->probe_timer, probe_timer_cb, 0, ADMIN_PROBE_INTERVAL_MS);
+        uv_unref((uv_handle_t *)&st->probe_timer);
+    } else {
+        st->last_version = ka_policy_version(ka_admission_policy(st->srv->admission));
+    }
+    ka_config_admin_address(cfg, addr, sizeof(addr));
+    char why[400] = "";
+    int rc = ka_admin_server_start(st->srv->loop, addr, &acfg, ops, &st->server, why, sizeof(why));
+    if (rc < 0) {
+        snprintf(err, errlen, "--admin %s: %s", addr, why);
+        return rc;
+    }
+    st->srv->on_drain = admin_close;
+    st->srv->on_drain_arg = st;
+    ka_log(KA_LOG_INFO, "admin API listening", KA_KS("address", cfg->admin.host),
+           KA_KI("port", ka_admin_server_port(st->server)),
+           KA_KS("mutations", token[0] ? "token required" : "refused: no token configured"));
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -50,6 +298,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "kadmit: --policy %s\n", err);
         return 2;
     }
+    /* An unreadable token file is a bad argument too. */
+    static char token[4096];
+    if (ka_config_load_admin_token(&cfg, token, sizeof(token), err, sizeof(err)) < 0) {
+        fprintf(stderr, "kadmit: %s\n", err);
+        ka_policy_unref(policy);
+        return 2;
+    }
     ka_log_setup(cfg.log_level, cfg.log_format);
     /* A peer that vanishes mid-write is an error code, not a signal. */
     signal(SIGPIPE, SIG_IGN);
@@ -74,7 +329,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "kadmit: %s\n", err);
         return 1;
     }
+    admin_state_t admin = {.srv = srv};
+    ka_admin_ops_t ops;
+    if (!cfg.admin_off && admin_start(&admin, &ops, &cfg, token, err, sizeof(err)) < 0) {
+        fprintf(stderr, "kadmit: %s\n", err);
+        return 1;
+    }
     uv_run(loop, UV_RUN_DEFAULT);
+    admin_close(&admin);
+    uv_run(loop, UV_RUN_DEFAULT);
+    ka_policy_unref(admin.fallback);
     ka_admission_stop(srv->admission);
     ka_server_close(srv);
     uv_loop_close(loop);
