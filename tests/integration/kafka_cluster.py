@@ -14,8 +14,10 @@ $KADMIT_TEST_PORT_BASE (default 0):
     DIRECT      bound and advertised 127.0.0.1:2909i (bypasses kadmit)
     INTERNAL    127.0.0.1:3909i (inter-broker)
     CONTROLLER  127.0.0.1:4909i (every node is a voter; combined mode)
+    ADMIN       127.0.0.1:5909i (the sidecar's admin HTTP API)
 
-The sidecar is `$KADMIT_BIN --listen 127.0.0.1:909i --upstream 127.0.0.1:1909i`.
+The sidecar is `$KADMIT_BIN --listen 127.0.0.1:909i --upstream 127.0.0.1:1909i
+--admin 127.0.0.1:5909i`.
 Processes started by the CLI outlive it; their pids are kept in DIR.
 """
 
@@ -199,6 +201,7 @@ class Node:
         self.direct_port = 29090 + node_id + b
         self.internal_port = 39090 + node_id + b
         self.controller_port = 49090 + node_id + b
+        self.admin_port = 59090 + node_id + b  # the sidecar's admin HTTP API
         self.config = self.dir / "server.properties"
         self.log = self.dir / "broker.log"
         self.proc = Proc(f"broker {node_id}", self.dir / "broker.pid", self.log, str(self.config))
@@ -414,6 +417,7 @@ class Sidecar:
         self.binary = binary
         self.listen = f"{HOST}:{node.sidecar_port}"
         self.upstream = f"{HOST}:{node.client_port}"
+        self.admin = f"{HOST}:{node.admin_port}"
         self.log = directory / f"kadmit-{node.id}.log"
         self.proc = Proc(f"kadmit {node.id}", directory / f"kadmit-{node.id}.pid", self.log,
                          f"--listen\0{self.listen}")
@@ -427,7 +431,7 @@ class Sidecar:
         env.setdefault("ASAN_OPTIONS", "abort_on_error=0:halt_on_error=1:detect_leaks=1")
         env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
         self.proc.spawn([str(self.binary), "--listen", self.listen, "--upstream", self.upstream,
-                         "--log-level", log_level], env=env)
+                         "--admin", self.admin, "--log-level", log_level], env=env)
         deadline = time.monotonic() + timeout
         while not port_open(self.node.sidecar_port):
             if not self.proc.alive():

@@ -98,7 +98,7 @@ class Adm:
             env.setdefault("ASAN_OPTIONS", "abort_on_error=0:halt_on_error=1:detect_leaks=1")
             env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
             s.proc.spawn([str(s.binary), "--listen", s.listen, "--upstream", s.upstream,
-                          "--policy", str(self.policy_file), "--log-level", "info"], env=env)
+                          "--admin", s.admin, "--policy", str(self.policy_file), "--log-level", "info"], env=env)
         deadline = time.monotonic() + 15
         for s in self.sc.items:
             while not port_open(s.node.sidecar_port):

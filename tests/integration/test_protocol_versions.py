@@ -274,7 +274,7 @@ def policy_kadmit(cluster, tmp_path_factory):
     log = d / "kadmit.log"
     n = node1(cluster)
     with open(log, "wb") as out:
-        p = subprocess.Popen([str(kadmit_bin()), "--listen", f"{HOST}:{port}",
+        p = subprocess.Popen([str(kadmit_bin()), "--listen", f"{HOST}:{port}", "--admin", "off",
                               "--upstream", f"{HOST}:{n.client_port}", "--policy", str(policy),
                               "--log-level", "info"],
                              stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)

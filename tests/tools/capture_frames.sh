@@ -101,7 +101,7 @@ done
 echo "== starting a 1-broker cluster (port base $base)" >&2
 python3 "$root/tests/integration/kafka_cluster.py" start --brokers 1 --dir "$work/cluster" >&2
 if [[ $direct -eq 0 ]]; then
-    "$kadmit" --listen "$host:$kadmit_port" --upstream "$host:$broker_client" \
+    "$kadmit" --listen "$host:$kadmit_port" --upstream "$host:$broker_client" --admin off \
         --log-level info >"$work/kadmit.log" 2>&1 &
     kadmit_pid=$!
     for _ in $(seq 100); do

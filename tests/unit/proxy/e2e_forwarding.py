@@ -141,7 +141,8 @@ class Kadmit:
                                                delete=False)
         self.proc = subprocess.Popen(
             [KADMIT, "--listen", f"127.0.0.1:{self.port}", "--upstream",
-             f"127.0.0.1:{upstream_port}", "--log-level", "debug", *extra],
+             f"127.0.0.1:{upstream_port}", "--admin", "127.0.0.1:0", "--log-level", "debug",
+             *extra],
             stdin=subprocess.DEVNULL,
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 5
