@@ -14,13 +14,23 @@ command -v java >/dev/null || packages+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || packages+=(maven)
 python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
 
-# librdkafka's admin API in the integration tests (test_admission_librdkafka.py); from PyPI.
+# From PyPI, for the integration tests: librdkafka's admin API (test_admission_librdkafka.py)
+# and a real Prometheus text-format parser for /metrics (test_admin_http.py).
 confluent_kafka_version=2.16.1
-python_deps() {
-    python3 -c 'import confluent_kafka' 2>/dev/null && return 0
-    echo "deps.sh: installing confluent-kafka==$confluent_kafka_version (pip)"
+prometheus_client_version=0.26.0
+pip_install() {
     PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 \
-        python3 -m pip install --quiet "confluent-kafka==$confluent_kafka_version"
+        python3 -m pip install --quiet "$1"
+}
+python_deps() {
+    if ! python3 -c 'import confluent_kafka' 2>/dev/null; then
+        echo "deps.sh: installing confluent-kafka==$confluent_kafka_version (pip)"
+        pip_install "confluent-kafka==$confluent_kafka_version"
+    fi
+    if ! python3 -c 'import prometheus_client' 2>/dev/null; then
+        echo "deps.sh: installing prometheus-client==$prometheus_client_version (pip)"
+        pip_install "prometheus-client==$prometheus_client_version"
+    fi
 }
 
 missing=()
