@@ -137,6 +137,8 @@ def read_frames(sock, count, timeout=5.0):
 class Kadmit:
     def __init__(self, upstream_port, *extra):
         self.port = free_port()
+        while self.port == upstream_port:  # a just-freed "dead" upstream port can come back
+            self.port = free_port()
         self.log = tempfile.NamedTemporaryFile("w+", prefix="kadmit-e2e-", suffix=".log",
                                                delete=False)
         self.proc = subprocess.Popen(
