@@ -14,10 +14,10 @@ $KADMIT_TEST_PORT_BASE (default 0):
     DIRECT      bound and advertised 127.0.0.1:2909i (bypasses kadmit)
     INTERNAL    127.0.0.1:3909i (inter-broker)
     CONTROLLER  127.0.0.1:4909i (every node is a voter; combined mode)
-    ADMIN       127.0.0.1:5909i (the sidecar's admin HTTP API)
+    ADMIN       127.0.0.1:1509i (the sidecar's admin HTTP API)
 
 The sidecar is `$KADMIT_BIN --listen 127.0.0.1:909i --upstream 127.0.0.1:1909i
---admin 127.0.0.1:5909i`.
+--admin 127.0.0.1:1509i`.
 Processes started by the CLI outlive it; their pids are kept in DIR.
 """
 
@@ -201,7 +201,7 @@ class Node:
         self.direct_port = 29090 + node_id + b
         self.internal_port = 39090 + node_id + b
         self.controller_port = 49090 + node_id + b
-        self.admin_port = 59090 + node_id + b  # the sidecar's admin HTTP API
+        self.admin_port = 15090 + node_id + b  # below the ephemeral range (32768+)
         self.config = self.dir / "server.properties"
         self.log = self.dir / "broker.log"
         self.proc = Proc(f"broker {node_id}", self.dir / "broker.pid", self.log, str(self.config))
