@@ -74,7 +74,7 @@ class Env:
 
 
 @pytest.fixture(scope="module")
-def env():
+def env(request):
     binary = kadmit_bin()
     if not binary.exists():
         pytest.fail(f"kadmit binary not found at {binary} (set KADMIT_BIN)", pytrace=False)
@@ -109,8 +109,9 @@ def env():
                 assert s.proc.alive(), f"kadmit {s.node.id} exited:\n{tail(s.log)}"
                 assert time.monotonic() < deadline, f"kadmit {s.node.id}: no admin port"
                 time.sleep(0.05)
+        failures_before = request.session.testsfailed
         yield Env(c, sc)
-        failed = False
+        failed = request.session.testsfailed > failures_before
     finally:
         sc.stop()
         c.stop()
