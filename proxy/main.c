@@ -331,9 +331,12 @@ int main(int argc, char **argv)
     }
     admin_state_t admin = {.srv = srv};
     ka_admin_ops_t ops;
+    int exit_code = 0;
     if (!cfg.admin_off && admin_start(&admin, &ops, &cfg, token, err, sizeof(err)) < 0) {
+        /* Shut down as after a drain, so every handle and byte is released. */
         fprintf(stderr, "kadmit: %s\n", err);
-        return 1;
+        exit_code = 1;
+        ka_server_drain(srv);
     }
     uv_run(loop, UV_RUN_DEFAULT);
     admin_close(&admin);
@@ -343,5 +346,5 @@ int main(int argc, char **argv)
     ka_server_close(srv);
     uv_loop_close(loop);
     free(srv);
-    return 0;
+    return exit_code;
 }

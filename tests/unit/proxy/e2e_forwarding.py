@@ -442,6 +442,20 @@ def main():
     check(r.returncode == 1 and
           r.stderr.strip() == f"kadmit: --listen 127.0.0.1:{bport}: address already in use",
           "port in use: exit 1 with one line")
+    lport = free_port()
+    r = subprocess.run([KADMIT, "--listen", f"127.0.0.1:{lport}", "--upstream", "127.0.0.1:1",
+                        "--admin", f"127.0.0.1:{bport}"], capture_output=True, text=True)
+    check(r.returncode == 1 and r.stderr.count("\n") == 1 and
+          f"--admin 127.0.0.1:{bport}" in r.stderr and "address already in use" in r.stderr,
+          "admin port in use: exit 1 with one line")
+    tok = tempfile.NamedTemporaryFile("w", delete=False)
+    tok.close()
+    os.unlink(tok.name)
+    r = subprocess.run([KADMIT, "--listen", f"127.0.0.1:{lport}", "--upstream", "127.0.0.1:1",
+                        "--admin-token-file", tok.name], capture_output=True, text=True)
+    check(r.returncode == 2 and r.stderr.count("\n") == 1 and
+          f"--admin-token-file {tok.name}" in r.stderr,
+          "missing admin token file: exit 2 with one line")
     busy.close()
     print("all end-to-end checks passed")
 
