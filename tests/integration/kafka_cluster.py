@@ -12,9 +12,12 @@ $KADMIT_TEST_PORT_BASE (default 0):
 
     CLIENT      bound 127.0.0.1:1909i, advertised at the sidecar 127.0.0.1:909i
     DIRECT      bound and advertised 127.0.0.1:2909i (bypasses kadmit)
-    INTERNAL    127.0.0.1:3909i (inter-broker)
-    CONTROLLER  127.0.0.1:4909i (every node is a voter; combined mode)
+    INTERNAL    127.0.0.1:1709i (inter-broker)
+    CONTROLLER  127.0.0.1:2709i (every node is a voter; combined mode)
     ADMIN       127.0.0.1:1509i (the sidecar's admin HTTP API)
+Every fixed port stays below Linux's ephemeral range (32768 and up by default),
+so an outgoing connection elsewhere on the machine can never be holding one
+when a broker starts.
 
 The sidecar is `$KADMIT_BIN --listen 127.0.0.1:909i --upstream 127.0.0.1:1909i
 --admin 127.0.0.1:1509i`.
@@ -199,9 +202,9 @@ class Node:
         self.client_port = 19090 + node_id + b
         self.sidecar_port = 9090 + node_id + b
         self.direct_port = 29090 + node_id + b
-        self.internal_port = 39090 + node_id + b
-        self.controller_port = 49090 + node_id + b
-        self.admin_port = 15090 + node_id + b  # below the ephemeral range (32768+)
+        self.internal_port = 17090 + node_id + b
+        self.controller_port = 27090 + node_id + b
+        self.admin_port = 15090 + node_id + b
         self.config = self.dir / "server.properties"
         self.log = self.dir / "broker.log"
         self.proc = Proc(f"broker {node_id}", self.dir / "broker.pid", self.log, str(self.config))
