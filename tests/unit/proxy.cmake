@@ -20,10 +20,10 @@ endif()
 if(TARGET ka_proxy_runtime)
   find_package(Threads REQUIRED)
   ka_unit_test(test_proxy_relay
-    SOURCES ${KA_PROXY_TEST_DIR}/test_relay.c LIBS ka_proxy_runtime Threads::Threads)
+    SOURCES ${KA_PROXY_TEST_DIR}/test_relay.c ${KA_PROXY_TEST_DIR}/socket_fixtures.c LIBS ka_proxy_runtime Threads::Threads)
   set_tests_properties(test_proxy_relay PROPERTIES TIMEOUT 20)
   ka_unit_test(test_proxy_relay_defer
-    SOURCES ${KA_PROXY_TEST_DIR}/test_relay_defer.c LIBS ka_proxy_runtime Threads::Threads)
+    SOURCES ${KA_PROXY_TEST_DIR}/test_relay_defer.c ${KA_PROXY_TEST_DIR}/socket_fixtures.c LIBS ka_proxy_runtime Threads::Threads)
   set_tests_properties(test_proxy_relay_defer PROPERTIES TIMEOUT 20)
 endif()
 find_program(KA_PYTHON3 python3)

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "ka_proxy.h"
+#include "socket_fixtures.h"
 
 #define INTERCEPTED_KEY     99
 #define SLOW_CORRELATION_ID 1
@@ -41,43 +42,6 @@ static uv_timer_t wake_timer;
 static void (*pending_wake)(void *);
 static void *pending_arg;
 
-static int read_exact(int fd, uint8_t *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t r = read(fd, p, n);
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-static int read_frame(int fd, uint8_t *buf, size_t cap, uint32_t *len)
-{
-    uint8_t sz[4];
-    if (read_exact(fd, sz, 4) < 0)
-        return -1;
-    *len = (uint32_t)sz[0] << 24 | (uint32_t)sz[1] << 16 | (uint32_t)sz[2] << 8 | sz[3];
-    if (*len > cap)
-        return -1;
-    return read_exact(fd, buf, *len);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* Answers each request with its correlation id and the request body. */
 /* Answers each request with its correlation id and the request body. */
 static void *broker_main(void *arg)
 {
@@ -85,8 +49,8 @@ static void *broker_main(void *arg)
     uint32_t len;
     (void)arg;
     int fd = accept(broker_listen_fd, NULL, NULL);
-    while (fd >= 0 && read_frame(fd, frame, sizeof(frame), &len) == 0) {
-        int32_t corr = (int32_t)get32(frame + 4);
+    while (fd >= 0 && fx_read_frame(fd, frame, sizeof(frame), &len) == 0) {
+        int32_t corr = (int32_t)fx_get32(frame + 4);
         size_t hdr = 10 + (size_t)(frame[8] << 8 | frame[9]);
         if (broker_frames < 8)
             broker_order[broker_frames] = corr;
@@ -94,8 +58,8 @@ static void *broker_main(void *arg)
         if (corr == SLOW_CORRELATION_ID)
             usleep(100 * 1000);
         size_t body = len - hdr;
-        put32(out, (uint32_t)(4 + body));
-        put32(out + 4, (uint32_t)corr);
+        fx_put32(out, (uint32_t)(4 + body));
+        fx_put32(out + 4, (uint32_t)corr);
         memcpy(out + 8, frame + hdr, body);
         if (write(fd, out, 8 + body) < 0)
             break;
@@ -108,12 +72,12 @@ static void *broker_main(void *arg)
 static size_t request(uint8_t *p, int16_t key, int32_t corr, const char *body)
 {
     size_t blen = strlen(body);
-    put32(p, (uint32_t)(10 + 1 + blen));
+    fx_put32(p, (uint32_t)(10 + 1 + blen));
     p[4] = (uint8_t)(key >> 8);
     p[5] = (uint8_t)key;
     p[6] = 0;
     p[7] = 1;
-    put32(p + 8, (uint32_t)corr);
+    fx_put32(p + 8, (uint32_t)corr);
     p[12] = 0;
     p[13] = 1;
     p[14] = 'c';
@@ -137,8 +101,8 @@ static void *client_main(void *arg)
         n += request(buf + n, INTERCEPTED_KEY, 4, "answer");
         n += request(buf + n, 3, 5, "last");
         if (write(fd, buf, n) == (ssize_t)n) {
-            while (client_got < 5 && read_frame(fd, frame, sizeof(frame), &len) == 0) {
-                client_order[client_got] = (int32_t)get32(frame);
+            while (client_got < 5 && fx_read_frame(fd, frame, sizeof(frame), &len) == 0) {
+                client_order[client_got] = (int32_t)fx_get32(frame);
                 snprintf(client_bodies[client_got], sizeof(client_bodies[0]), "%.*s",
                          (int)(len - 4), (const char *)frame + 4);
                 client_got++;
@@ -198,8 +162,8 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
     resumes++;
     if (hdr->correlation_id == 4) {
         uint8_t *answer = malloc(13);
-        put32(answer, 9);
-        put32(answer + 4, (uint32_t)hdr->correlation_id);
+        fx_put32(answer, 9);
+        fx_put32(answer + 4, (uint32_t)hdr->correlation_id);
         memcpy(answer + 8, "local", 5);
         v->kind = KA_HOOK_ANSWER;
         v->bytes = answer;
@@ -226,7 +190,7 @@ static int on_response(void *user, const ka_inflight_entry_t *request, uint8_t *
     size_t n = strlen(s);
     if (8 + n > *len)
         return 0;
-    put32(frame, (uint32_t)(4 + n));
+    fx_put32(frame, (uint32_t)(4 + n));
     memcpy(frame + 8, s, n);
     *len = 8 + n;
     return 0;

@@ -1,0 +1,18 @@
+/*
+ * socket_fixtures.h: blocking socket and byte helpers for the relay tests,
+ * whose fake brokers and clients run on plain threads beside the loop.
+ */
+#ifndef SOCKET_FIXTURES_H
+#define SOCKET_FIXTURES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Reads exactly n bytes; -1 on EOF or error. */
+int fx_read_exact(int fd, uint8_t *p, size_t n);
+/* Reads one size-prefixed frame (without its prefix) of at most cap bytes. */
+int fx_read_frame(int fd, uint8_t *buf, size_t cap, uint32_t *len);
+void fx_put32(uint8_t *p, uint32_t v);
+uint32_t fx_get32(const uint8_t *p);
+
+#endif
