@@ -122,6 +122,20 @@ def end_offsets_total(bootstrap: str, topic: str) -> int:
     return total
 
 
+def wait_end_offsets_total(bootstrap: str, topic: str, expected: int, timeout: float = 60.0) -> int:
+    """end_offsets_total once it reaches `expected`, or its last value after `timeout`.
+
+    High watermarks trail the records a leader acknowledged with acks=0 or acks=1 until the
+    followers have replicated them, so a count taken right after such a producer exits can be
+    short without anything being lost."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = end_offsets_total(bootstrap, topic)
+        if got >= expected or time.monotonic() > deadline:
+            return got
+        time.sleep(0.5)
+
+
 def producer_perf(bootstrap: str, topic: str, records: int, record_size: int = 100,
                   throughput: int = -1, props: dict | None = None, timeout: float = 300.0) -> dict:
     """Run kafka-producer-perf-test; return the parsed final summary. Fails on send errors."""

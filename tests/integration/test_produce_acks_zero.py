@@ -1,19 +1,8 @@
 """Produce with acks=0 (no response) through kadmit: records arrive, the connection keeps working."""
 
-import time
-
-from clients import (create_topic, end_offsets_total, kcat_consume_to_file, kcat_produce_file,
-                     producer_perf, sorted_sha256, write_records)
+from clients import (create_topic, kcat_consume_to_file, kcat_produce_file, producer_perf,
+                     sorted_sha256, wait_end_offsets_total, write_records)
 import kafka_wire as kw
-
-
-def wait_offsets(cluster, topic, expected, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = end_offsets_total(cluster.bootstrap, topic)
-        if got >= expected or time.monotonic() > deadline:
-            return got
-        time.sleep(0.5)
 
 
 def test_kcat_acks_zero_records_arrive_through_kadmit(cluster, tmp_path, topic_name):
@@ -23,7 +12,7 @@ def test_kcat_acks_zero_records_arrive_through_kadmit(cluster, tmp_path, topic_n
     write_records(src, n, "acks0")
     kcat_produce_file(cluster.bootstrap, topic_name, src, "acks=0", "enable.idempotence=false",
                       "linger.ms=5")
-    assert wait_offsets(cluster, topic_name, n) == n
+    assert wait_end_offsets_total(cluster.bootstrap, topic_name, n, timeout=30) == n
     out = tmp_path / "consumed.txt"
     kcat_consume_to_file(cluster.bootstrap, topic_name, out)
     assert sorted_sha256(out) == sorted_sha256(src)
@@ -35,7 +24,7 @@ def test_java_producer_acks_zero_through_kadmit(cluster, topic_name):
     res = producer_perf(cluster.bootstrap, topic_name, n, record_size=100,
                         props={"acks": "0", "enable.idempotence": "false", "linger.ms": 5})
     assert res["sent"] == n
-    assert wait_offsets(cluster, topic_name, n) == n
+    assert wait_end_offsets_total(cluster.bootstrap, topic_name, n, timeout=30) == n
 
 
 def test_raw_acks_zero_produce_interleaved_with_requests_keeps_order(cluster, tmp_path,
@@ -70,7 +59,8 @@ def test_raw_acks_zero_produce_interleaved_with_requests_keeps_order(cluster, tm
         got, body = c.call(kw.metadata_request(cid, [topic_name]))
         assert got == cid
         assert kw.parse_metadata_v4(body)["topics"][0]["error"] == 0
-    assert wait_offsets(cluster, topic_name, len(expected)) == len(expected)
+    got = wait_end_offsets_total(cluster.bootstrap, topic_name, len(expected), timeout=30)
+    assert got == len(expected)
     out_f = tmp_path / "consumed.txt"
     kcat_consume_to_file(cluster.bootstrap, topic_name, out_f)
     assert out_f.read_bytes().splitlines() == expected

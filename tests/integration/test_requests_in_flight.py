@@ -1,6 +1,6 @@
 """Many requests in flight on one connection: every response comes back, in request order."""
 
-from clients import (create_topic, end_offsets_total, kcat_consume_to_file,
+from clients import (create_topic, end_offsets_total, kcat_consume_to_file, wait_end_offsets_total,
                      kcat_produce_file, producer_perf, sorted_sha256, write_records)
 import kafka_wire
 
@@ -51,7 +51,8 @@ def test_kcat_deep_queue_many_in_flight_through_kadmit(cluster, tmp_path, topic_
                       "enable.idempotence=false", "queue.buffering.max.messages=1000000",
                       "max.in.flight.requests.per.connection=1000", "linger.ms=1",
                       "batch.num.messages=100")
-    assert end_offsets_total(cluster.bootstrap, topic_name) == n
+    # acks=1: the leader answered before its followers replicated, so wait for them.
+    assert wait_end_offsets_total(cluster.bootstrap, topic_name, n) == n
     out = tmp_path / "consumed.txt"
     kcat_consume_to_file(cluster.bootstrap, topic_name, out, "queued.min.messages=1000000")
     assert sorted_sha256(out) == sorted_sha256(src)
