@@ -89,6 +89,7 @@ def env(request):
                             pytrace=False)
     policy = d / "policy.json"
     policy.write_text(json.dumps({"max.broker.partitions": 1000,
+                                  "metadata.refresh.interval.ms": 2000,
                                   "metadata.refresh.before.decision.ms": 1000}))
     token_file = d / "admin.token"
     token_file.write_text(TOKEN + "\n")
@@ -146,6 +147,12 @@ def test_readyz_before_and_after_the_first_cluster_view(env: Env):
         assert doc == {"status": "ready"}
     status, _, _ = http(port, "GET", "/healthz")
     assert status == 200
+    # Ready means a fresh cluster view exists, not that every broker had
+    # registered when it was taken: wait for the views to list all three.
+    for s in env.sc.items:
+        while sorted(env.brokers(s.node.id)) != [1, 2, 3]:
+            assert time.monotonic() < deadline, f"kadmit {s.node.id}: {env.brokers(s.node.id)}"
+            time.sleep(0.2)
 
 
 def test_brokers_show_partitions_limit_headroom(env: Env):
