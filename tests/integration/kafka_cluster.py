@@ -57,8 +57,8 @@ def port_base() -> int:
 def kafka_home() -> Path:
     if os.environ.get("KAFKA_HOME"):
         return Path(os.environ["KAFKA_HOME"])
-    cache = Path(os.environ.get("KADMIT_CACHE", str(Path.home() / ".cache" / "kadmit")))
-    return cache / "kafka-4.1.1"
+    out = subprocess.run([str(FETCH.parent / "kafka-home")], check=True, stdout=subprocess.PIPE, text=True)
+    return Path(out.stdout.strip())
 
 
 def ensure_kafka() -> Path:

@@ -195,7 +195,7 @@ def test_api_versions_v3_clamps_decoded_apis_and_passes_the_rest(cluster):
             assert via[key] == (lo, hi), f"api {key} (not decoded) changed: {via[key]}"
     for key in (0, 1):  # Produce, Fetch: untouched
         assert via[key] == direct[key]
-    # Kafka 4.1.1 speaks Metadata v13, above what kadmit decodes: at least that one is lowered.
+    # The pinned Kafka speaks Metadata v13, above what kadmit decodes: at least that one is lowered.
     assert 3 in clamped, (direct.get(3), via.get(3))
     # throttle time and the tagged fields (SupportedFeatures, FinalizedFeatures...) untouched
     assert rest_v == rest_d
@@ -217,7 +217,7 @@ def test_api_versions_v5_unsupported_version_answer_passes_intact(cluster):
 # --- a client that ignores ApiVersions -------------------------------------------------------
 
 UNDECODABLE = [
-    # broker 4.1.1 speaks AlterPartitionReassignments v0-1; kadmit decodes v0 only: forwarded
+    # the pinned broker speaks AlterPartitionReassignments v0-1; kadmit decodes v0 only: forwarded
     # blindly, the broker would answer it.
     pytest.param(API_ALTER_PARTITION_REASSIGNMENTS, 1,
                  struct.pack(">i?", 30000, False) + uvarint(1) + b"\x00",

@@ -7,7 +7,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-version="4.1.1"
+version="$(sed -n 's|.*<kafka.version>\(.*\)</kafka.version>.*|\1|p' "$here/pom.xml")"
 cache="${KADMIT_CACHE:-$HOME/.cache/kadmit}"
 home="$cache/kafka-$version"
 libs="$home/libs"
