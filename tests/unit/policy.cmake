@@ -8,3 +8,8 @@ foreach(name model cluster reservations engine place_properties patch)
   ka_unit_test(test_policy_${name}
     SOURCES ${KA_POLICY_TEST_DIR}/test_${name}.c LIBS ka_policy_fixtures ka_policy)
 endforeach()
+
+# The policy fuzz target's replay binary replays the seed corpus in ordinary builds.
+if(NOT KADMIT_FUZZ)
+  include(${CMAKE_CURRENT_LIST_DIR}/../fuzz/policy.cmake)
+endif()
