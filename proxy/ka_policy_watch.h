@@ -10,6 +10,9 @@
  * - delete and recreate (and writes in place).
  * Events for the file's name or for a name starting with ".." restart a
  * short debounce timer; when it fires the callback runs once, on the loop.
+ * When the file is a symbolic link into another directory, that directory
+ * is watched too (re-resolved after every reload), so editing the link's
+ * target is seen as well.
  * SIGHUP runs the callback at once. Every handle is unreferenced, so the
  * watcher never keeps the loop alive.
  */
@@ -27,13 +30,18 @@ typedef void (*ka_policy_watch_cb)(void *arg, const char *trigger);
 
 typedef struct ka_policy_watch {
     uv_fs_event_t event;
+    uv_fs_event_t target_event; /* the link target's directory, when elsewhere */
     uv_timer_t debounce;
     uv_signal_t sighup;
-    char name[256]; /* the file's base name, to filter the directory's events */
+    char name[256];        /* the file's base name, to filter the directory's events */
+    char path[4096];       /* the policy path as given */
+    char dir_real[4096];   /* the watched directory, symbolic links resolved */
+    char target_dir[4096]; /* the target's directory being watched, or "" */
+    char target_name[256]; /* the target's base name */
     uint64_t debounce_ms;
     ka_policy_watch_cb cb;
     void *arg;
-    int event_started, timer_started, signal_started;
+    int event_started, timer_started, signal_started, target_started;
 } ka_policy_watch_t;
 
 /*

@@ -21,6 +21,8 @@
 #include "ka_policy_store.h"
 #include "ka_policy_watch.h"
 
+#include <uv.h>
+
 static char dir[256];
 
 static int setup(void **state)
@@ -277,6 +279,88 @@ static void test_watcher_acts_on_the_file_and_configmap_names_only(void **state)
     assert_false(ka_policy_watch_relevant("policy.json", ".policy.json.tmp.AbC123"));
 }
 
+/* ---- the watcher on a real loop ---- */
+
+typedef struct watch_run {
+    uv_loop_t loop;
+    uv_timer_t step;
+    ka_policy_watch_t w;
+    int calls;
+    int step_no;
+    void (*act)(int step_no); /* what the test does at each 20 ms step */
+} watch_run_t;
+
+static void on_reload(void *arg, const char *trigger)
+{
+    watch_run_t *r = arg;
+    assert_string_equal(trigger, "file-event");
+    r->calls++;
+}
+
+static void step_cb(uv_timer_t *t)
+{
+    watch_run_t *r = t->data;
+    if (r->step_no == 20) { /* 400 ms: long past the debounce */
+        uv_close((uv_handle_t *)&r->step, NULL);
+        ka_policy_watch_close(&r->w);
+        return;
+    }
+    r->act(r->step_no++);
+}
+
+/* Runs the watcher on `name` (in the temp dir) while `act` changes files. */
+static int run_watch(const char *name, void (*act)(int))
+{
+    watch_run_t r = {.act = act};
+    char p[512], err[256];
+
+    path_of(p, sizeof(p), name);
+    assert_int_equal(uv_loop_init(&r.loop), 0);
+    assert_int_equal(
+        ka_policy_watch_start(&r.w, &r.loop, p, 1, 50, on_reload, &r, err, sizeof(err)), 0);
+    uv_timer_init(&r.loop, &r.step);
+    r.step.data = &r;
+    uv_timer_start(&r.step, step_cb, 20, 20);
+    uv_run(&r.loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&r.loop), 0);
+    return r.calls;
+}
+
+static void burst_of_writes(int step_no)
+{
+    if (step_no == 0)
+        for (int i = 0; i < 5; i++)
+            put("policy.json", i % 2 ? "{}" : "{ }");
+    if (step_no == 1)
+        put("unrelated.json", "{}");
+}
+
+static void test_watcher_debounces_a_burst_into_one_reload(void **state)
+{
+    (void)state;
+    put("policy.json", "{}");
+    assert_int_equal(run_watch("policy.json", burst_of_writes), 1);
+}
+
+static void edit_link_target(int step_no)
+{
+    if (step_no == 0)
+        put("elsewhere/real.json", "{\"max.broker.partitions\": 3}");
+}
+
+static void test_watcher_sees_edits_of_a_link_target_in_another_directory(void **state)
+{
+    char d[512], link[512];
+
+    (void)state;
+    path_of(d, sizeof(d), "elsewhere");
+    assert_int_equal(mkdir(d, 0755), 0);
+    put("elsewhere/real.json", "{}");
+    path_of(link, sizeof(link), "policy.json");
+    assert_int_equal(symlink("elsewhere/real.json", link), 0);
+    assert_int_equal(run_watch("policy.json", edit_link_target), 1);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -289,6 +373,8 @@ int main(void)
         T(test_state_mode_layers_overrides_over_reloads_and_restarts),
         T(test_a_corrupt_state_file_stops_the_start_with_its_name),
         cmocka_unit_test(test_watcher_acts_on_the_file_and_configmap_names_only),
+        T(test_watcher_debounces_a_burst_into_one_reload),
+        T(test_watcher_sees_edits_of_a_link_target_in_another_directory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
