@@ -417,6 +417,9 @@ int main(int argc, char **argv)
                KA_KS("api_changes_persist_to", ka_persist_mode_name(ps->store.mode)),
                KA_KS("state_file", cfg.state_file),
                KA_KS("api_overrides", ps->store.overrides ? "layered" : "none"));
+        if (ps->store.mode == KA_PERSIST_NONE)
+            ka_log(KA_LOG_WARN, "admin API changes will not survive a restart",
+                   KA_KS("why", ps->store.not_persisted_why));
     }
     if (ka_server_listen(srv, err, sizeof(err)) < 0) {
         fprintf(stderr, "kadmit: %s\n", err);
