@@ -24,61 +24,20 @@
 #include "ka_error.h"
 #include "ka_log.h"
 #include "ka_policy_file.h"
-#include "ka_policy_store.h"
-#include "ka_policy_watch.h"
+#include "ka_policy_reload.h"
 #include "ka_proxy.h"
 
 /* Without --policy there is no metadata client, so readiness probes the
  * upstream with a plain TCP connect this often. */
 #define ADMIN_PROBE_INTERVAL_MS 1000
 
-/* The policy file, its watcher and the persistence of API changes (with --policy). */
-typedef struct policy_state {
-    ka_server_t *srv;
-    ka_policy_store_t store;
-    ka_policy_watch_t watch;
-    int open;     /* store holds a file */
-    int watching; /* watch's handles exist */
-} policy_state_t;
-
-static void policy_reload_cb(void *arg, const char *trigger)
-{
-    policy_state_t *ps = arg;
-    ka_admission_t *a = ps->srv->admission;
-    ka_policy_t *current = ka_admission_policy(a), *next = NULL;
-    char err[768] = "", hash[17];
-    enum ka_reload_result r = ka_policy_store_reload(&ps->store, current, &next, err, sizeof(err));
-
-    snprintf(hash, sizeof(hash), "%016" PRIx64, ps->store.file_hash);
-    switch (r) {
-    case KA_RELOAD_OK:
-        ka_admission_set_policy(a, next);
-        ka_log(KA_LOG_INFO, "policy reloaded", KA_KS("trigger", trigger),
-               KA_KS("file", ps->store.path), KA_KI("version", ka_policy_version(next)),
-               KA_KS("hash", hash),
-               KA_KI("max.broker.partitions", ka_policy_default_broker_limit(next)),
-               KA_KI("broker_overrides", ka_policy_override_count(next)),
-               KA_KS("api_overrides", ps->store.overrides ? "layered" : "none"));
-        break;
-    case KA_RELOAD_UNCHANGED:
-        ka_log(KA_LOG_DEBUG, "policy file unchanged", KA_KS("trigger", trigger),
-               KA_KS("file", ps->store.path), KA_KI("version", ka_policy_version(current)));
-        break;
-    default:
-        ka_log(KA_LOG_WARN, "policy reload failed; the previous policy stays in force",
-               KA_KS("trigger", trigger), KA_KS("result", ka_reload_result_name(r)),
-               KA_KS("error", err), KA_KI("version", ka_policy_version(current)));
-        break;
-    }
-}
-
-static policy_state_t policy_state;
+static ka_policy_reload_t policy_reload;
 
 typedef struct admin_state {
     ka_server_t *srv;
-    policy_state_t *ps;    /* NULL without --policy */
-    ka_policy_t *fallback; /* the default policy shown when admission is off */
-    uint64_t last_version; /* highest policy version handed out */
+    ka_policy_reload_t *ps; /* NULL without --policy */
+    ka_policy_t *fallback;  /* the default policy shown when admission is off */
+    uint64_t last_version;  /* highest policy version handed out */
     ka_admin_server_t *server;
     uv_timer_t probe_timer;
     uv_tcp_t probe_tcp;
@@ -135,27 +94,8 @@ static void op_reload_status(void *ctx, ka_admin_reload_status_t *out)
 {
     admin_state_t *st = ctx;
     memset(out, 0, sizeof(*out));
-    if (st->ps == NULL)
-        return;
-    const ka_policy_store_t *store = &st->ps->store;
-    out->attempted = store->attempted;
-    out->ok = store->last_ok;
-    out->at_unix_ms = store->last_at_unix_ms;
-    out->reloads_ok = store->reloads[KA_RELOAD_OK];
-    out->reloads_unchanged = store->reloads[KA_RELOAD_UNCHANGED];
-    out->reloads_invalid = store->reloads[KA_RELOAD_INVALID];
-    out->reloads_missing = store->reloads[KA_RELOAD_MISSING];
-    out->failures = out->reloads_invalid + out->reloads_missing;
-    snprintf(out->error, sizeof(out->error), "%s", store->last_error);
-    snprintf(out->file_hash, sizeof(out->file_hash), "%016" PRIx64, store->file_hash);
-    out->persistence = ka_persist_mode_name(store->mode);
-    const char *to = store->mode == KA_PERSIST_FILE    ? store->path
-                     : store->mode == KA_PERSIST_STATE ? store->state_path
-                                                       : store->not_persisted_why;
-    size_t n = strnlen(to, sizeof(out->persist_path) - 1);
-    memcpy(out->persist_path, to, n);
-    out->persist_path[n] = '\0';
-    out->overrides = store->overrides != NULL;
+    if (st->ps != NULL)
+        ka_policy_reload_status(st->ps, out);
 }
 
 static ka_policy_t *op_file_policy_get(void *ctx)
@@ -368,21 +308,17 @@ int main(int argc, char **argv)
     /* A bad policy file (or state file) is a bad argument: one line naming
      * the file and the field, exit 2. */
     ka_policy_t *policy = NULL;
-    policy_state_t *ps = &policy_state;
-    if (cfg.policy_path[0] != '\0') {
-        if (ka_policy_store_open(&ps->store, cfg.policy_path, cfg.state_file, &policy, err,
-                                 sizeof(err)) < 0) {
-            fprintf(stderr, "kadmit: --policy %s\n", err);
-            return 2;
-        }
-        ps->open = 1;
+    ka_policy_reload_t *ps = &policy_reload;
+    if (ka_policy_reload_open(ps, &cfg, &policy, err, sizeof(err)) < 0) {
+        fprintf(stderr, "kadmit: --policy %s\n", err);
+        return 2;
     }
     /* An unreadable token file is a bad argument too. */
     static char token[4096];
     if (ka_config_load_admin_token(&cfg, token, sizeof(token), err, sizeof(err)) < 0) {
         fprintf(stderr, "kadmit: %s\n", err);
         ka_policy_unref(policy);
-        ka_policy_store_close(&ps->store);
+        ka_policy_reload_free(ps);
         return 2;
     }
     ka_log_setup(cfg.log_level, cfg.log_format);
@@ -405,22 +341,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "kadmit: %s\n", err);
         return 1;
     }
-    if (ps->open) {
-        ps->srv = srv;
-        ps->watching = 1;
-        if (ka_policy_watch_start(&ps->watch, loop, cfg.policy_path, !cfg.policy_watch_off,
-                                  KA_POLICY_WATCH_DEBOUNCE_MS, policy_reload_cb, ps, err,
-                                  sizeof(err)) < 0)
-            ka_log(KA_LOG_WARN, "the policy file is reloaded on SIGHUP only", KA_KS("why", err));
-        ka_log(KA_LOG_INFO, "policy file", KA_KS("file", cfg.policy_path),
-               KA_KS("watch", cfg.policy_watch_off ? "off (SIGHUP only)" : "directory events"),
-               KA_KS("api_changes_persist_to", ka_persist_mode_name(ps->store.mode)),
-               KA_KS("state_file", cfg.state_file),
-               KA_KS("api_overrides", ps->store.overrides ? "layered" : "none"));
-        if (ps->store.mode == KA_PERSIST_NONE)
-            ka_log(KA_LOG_WARN, "admin API changes will not survive a restart",
-                   KA_KS("why", ps->store.not_persisted_why));
-    }
+    ka_policy_reload_start(ps, srv, &cfg);
     if (ka_server_listen(srv, err, sizeof(err)) < 0) {
         fprintf(stderr, "kadmit: %s\n", err);
         return 1;
@@ -436,10 +357,9 @@ int main(int argc, char **argv)
     }
     uv_run(loop, UV_RUN_DEFAULT);
     admin_close(&admin);
-    if (ps->watching)
-        ka_policy_watch_close(&ps->watch);
+    ka_policy_reload_close(ps);
     uv_run(loop, UV_RUN_DEFAULT);
-    ka_policy_store_close(&ps->store);
+    ka_policy_reload_free(ps);
     ka_policy_unref(admin.fallback);
     ka_admission_stop(srv->admission);
     ka_server_close(srv);
