@@ -51,6 +51,12 @@ typedef struct ka_admin_reload_status {
     int64_t at_unix_ms; /* wall-clock time of the last attempt */
     uint64_t failures;  /* failed reloads since start */
     char error[512];    /* !ok: the loader's sentence (file, field, problem) */
+    /* Reloads by result since start (the failures above are invalid + missing). */
+    uint64_t reloads_ok, reloads_unchanged, reloads_invalid, reloads_missing;
+    char file_hash[17];      /* FNV-1a 64 of the policy file in force, hex; "" when none */
+    const char *persistence; /* "policy-file", "state-file" or "none" (static string) */
+    char persist_path[512];  /* the file API changes go to, or why they are not saved */
+    bool overrides;          /* API changes are layered over the file's policy */
 } ka_admin_reload_status_t;
 
 /*
@@ -69,12 +75,17 @@ typedef struct ka_admin_ops {
     /* Puts `next` in force (take a reference to keep it; admin-http drops
      * its own afterwards) and persists it: to the policy file by atomic
      * write, or to the state file when the policy file is read-only. Sets
-     * *persisted to say whether it reached disk. Returns 0 once the policy is
+     * *persisted to say whether it reached disk, and writes to err the file
+     * it went to (persisted) or why not. Returns 0 once the policy is
      * in force, even if persisting failed; a negative ka_err with a sentence
      * in err when it did not take effect. */
     int (*policy_apply)(void *ctx, ka_policy_t *next, bool *persisted, char *err, size_t errlen);
     /* The last policy-file reload. */
     void (*reload_status)(void *ctx, ka_admin_reload_status_t *out);
+    /* The policy file's own policy without the API's overrides: a new
+     * reference, or NULL when there is no policy file. DELETE
+     * /v1/policy/overrides puts it in force again. */
+    ka_policy_t *(*file_policy_get)(void *ctx);
 
     /* The current cluster view: a new reference, or NULL before the first. */
     ka_cluster_t *(*cluster_get)(void *ctx);

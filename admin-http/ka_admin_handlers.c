@@ -42,40 +42,54 @@ static void format_time(int64_t unix_ms, char *buf, size_t len)
 }
 
 /* The last reload of the policy file, or null when there was none. */
-static json_t *reload_json(ka_admin_context_t *ctx, const ka_policy_t *policy)
+static json_t *reload_json(const ka_admin_reload_status_t *st, const ka_policy_t *policy)
 {
-    ka_admin_reload_status_t st;
     char at[64], message[768];
 
-    if (ctx->ops->reload_status == NULL)
+    if (!st->attempted)
         return json_null();
-    memset(&st, 0, sizeof(st));
-    ctx->ops->reload_status(ctx->ops->ctx, &st);
-    if (!st.attempted)
-        return json_null();
-    st.error[sizeof(st.error) - 1] = '\0';
-    format_time(st.at_unix_ms, at, sizeof(at));
-    if (st.ok)
+    format_time(st->at_unix_ms, at, sizeof(at));
+    if (st->ok)
         return json_pack("{s:b,s:s,s:I}", "ok", 1, "at", at, "failures_total",
-                         (json_int_t)st.failures);
+                         (json_int_t)st->failures);
     snprintf(message, sizeof(message),
              "the last reload of the policy file failed: %s; the previous policy (version %" PRIu64
              ") is still in force",
-             st.error, ka_policy_version(policy));
+             st->error, ka_policy_version(policy));
     return json_pack("{s:b,s:s,s:I,s:s}", "ok", 0, "at", at, "failures_total",
-                     (json_int_t)st.failures, "error", message);
+                     (json_int_t)st->failures, "error", message);
+}
+
+/* Where the policy comes from and where API changes go, with reload counts. */
+static json_t *source_json(const ka_admin_reload_status_t *st)
+{
+    return json_pack("{s:s,s:s,s:s,s:b,s:{s:I,s:I,s:I,s:I}}", "file_hash", st->file_hash,
+                     "persistence", st->persistence ? st->persistence : "none", "persist_path",
+                     st->persist_path, "overrides", st->overrides, "reloads", "ok",
+                     (json_int_t)st->reloads_ok, "unchanged", (json_int_t)st->reloads_unchanged,
+                     "invalid", (json_int_t)st->reloads_invalid, "missing",
+                     (json_int_t)st->reloads_missing);
 }
 
 void ka_admin_handle_policy_get(ka_admin_context_t *ctx, const ka_admin_request_t *req,
                                 const char *arg, ka_admin_response_t *res)
 {
     ka_policy_t *policy = ctx->ops->policy_get(ctx->ops->ctx);
+    ka_admin_reload_status_t st;
+    json_t *body;
 
     (void)req, (void)arg;
-    ka_admin_response_json(res, 200,
-                           json_pack("{s:I,s:o,s:o}", "version",
-                                     (json_int_t)ka_policy_version(policy), "policy",
-                                     policy_json(policy), "last_reload", reload_json(ctx, policy)));
+    memset(&st, 0, sizeof(st));
+    if (ctx->ops->reload_status != NULL)
+        ctx->ops->reload_status(ctx->ops->ctx, &st);
+    st.error[sizeof(st.error) - 1] = '\0';
+    st.file_hash[sizeof(st.file_hash) - 1] = '\0';
+    st.persist_path[sizeof(st.persist_path) - 1] = '\0';
+    body = json_pack("{s:I,s:o,s:o}", "version", (json_int_t)ka_policy_version(policy), "policy",
+                     policy_json(policy), "last_reload", reload_json(&st, policy));
+    if (body != NULL && ctx->ops->reload_status != NULL && st.persistence != NULL)
+        json_object_set_new(body, "source", source_json(&st));
+    ka_admin_response_json(res, 200, body);
     ka_policy_unref(policy);
 }
 
@@ -97,6 +111,8 @@ static void apply_and_answer(ka_admin_context_t *ctx, ka_policy_t *next, ka_admi
     ctx->stats.policy_changes++;
     body = json_pack("{s:I,s:b,s:o}", "version", (json_int_t)ka_policy_version(next), "persisted",
                      persisted, "policy", policy_json(next));
+    if (body != NULL && persisted && err[0] != '\0')
+        json_object_set_new(body, "persisted_to", json_string(err));
     if (body != NULL && !persisted) {
         char warning[700];
 
@@ -284,6 +300,33 @@ void ka_admin_handle_broker_limit_delete(ka_admin_context_t *ctx, const ka_admin
         ka_admin_response_error(res, rc == KA_ENOMEM ? 500 : 400,
                                 "broker %" PRId32 "'s limit could not be removed: %s", id,
                                 ka_strerror(rc));
+        return;
+    }
+    apply_and_answer(ctx, next, res);
+}
+
+void ka_admin_handle_overrides_delete(ka_admin_context_t *ctx, const ka_admin_request_t *req,
+                                      const char *arg, ka_admin_response_t *res)
+{
+    ka_policy_t *file, *next = NULL;
+    char err[512] = "";
+    int rc;
+
+    (void)req, (void)arg;
+    file = ctx->ops->file_policy_get ? ctx->ops->file_policy_get(ctx->ops->ctx) : NULL;
+    if (file == NULL) {
+        ka_admin_response_error(res, 409,
+                                "there is no policy file to return to: start kadmit with --policy "
+                                "FILE");
+        return;
+    }
+    /* A copy of the file's policy under a new version. */
+    rc = ka_policy_with_default_limit(file, ka_policy_default_broker_limit(file),
+                                      ctx->ops->policy_next_version(ctx->ops->ctx), &next, err,
+                                      sizeof(err));
+    ka_policy_unref(file);
+    if (rc < 0) {
+        ka_admin_response_error(res, 500, "%s", err[0] ? err : ka_strerror(rc));
         return;
     }
     apply_and_answer(ctx, next, res);

@@ -70,6 +70,25 @@ static void render_policy(ka_admin_context_t *ctx, const ka_policy_t *policy, ka
     family(out, "kadmit_policy_reload_failures_total", "counter",
            "Policy-file reloads rejected since start.");
     sample(out, "kadmit_policy_reload_failures_total", (int64_t)st.failures);
+    family(out, "kadmit_policy_reloads_total", "counter",
+           "Policy-file reloads by result: ok (a new policy in force), unchanged, invalid (did "
+           "not parse or validate), missing (could not be read).");
+    ka_admin_buf_printf(out,
+                        "kadmit_policy_reloads_total{result=\"ok\"} %" PRIu64 "\n"
+                        "kadmit_policy_reloads_total{result=\"unchanged\"} %" PRIu64 "\n"
+                        "kadmit_policy_reloads_total{result=\"invalid\"} %" PRIu64 "\n"
+                        "kadmit_policy_reloads_total{result=\"missing\"} %" PRIu64 "\n",
+                        st.reloads_ok, st.reloads_unchanged, st.reloads_invalid,
+                        st.reloads_missing);
+    st.file_hash[sizeof(st.file_hash) - 1] = '\0';
+    if (st.file_hash[0] != '\0') {
+        family(out, "kadmit_policy_file_info", "gauge",
+               "Always 1; the hash label identifies the policy file content in force.");
+        ka_admin_buf_printf(out, "kadmit_policy_file_info{hash=\"%s\"} 1\n", st.file_hash);
+    }
+    family(out, "kadmit_policy_overrides_active", "gauge",
+           "1 while changes made over the admin API are layered over the policy file.");
+    sample(out, "kadmit_policy_overrides_active", st.overrides ? 1 : 0);
 }
 
 static void broker_sample(ka_admin_buf_t *out, const char *name, int32_t id, int64_t value)

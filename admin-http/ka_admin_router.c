@@ -51,6 +51,10 @@ static const struct route ROUTES[] = {
      false,
      "GET, PUT",
      {{HTTP_GET, false, ka_admin_handle_policy_get}, {HTTP_PUT, true, ka_admin_handle_policy_put}}},
+    {"/v1/policy/overrides",
+     false,
+     "DELETE",
+     {{HTTP_DELETE, true, ka_admin_handle_overrides_delete}}},
     {"/v1/limits/default", false, "PUT", {{HTTP_PUT, true, ka_admin_handle_default_limit_put}}},
     {BROKER_PREFIX,
      true,
@@ -329,6 +333,8 @@ static const char *reason_phrase(int status)
         return "Method Not Allowed";
     case 408:
         return "Request Timeout";
+    case 409:
+        return "Conflict";
     case 413:
         return "Content Too Large";
     case 431:

@@ -99,6 +99,8 @@ void ka_admin_handle_broker_limit_put(ka_admin_context_t *ctx, const ka_admin_re
                                       const char *arg, ka_admin_response_t *res);
 void ka_admin_handle_broker_limit_delete(ka_admin_context_t *ctx, const ka_admin_request_t *req,
                                          const char *arg, ka_admin_response_t *res);
+void ka_admin_handle_overrides_delete(ka_admin_context_t *ctx, const ka_admin_request_t *req,
+                                      const char *arg, ka_admin_response_t *res);
 void ka_admin_handle_brokers_get(ka_admin_context_t *ctx, const ka_admin_request_t *req,
                                  const char *arg, ka_admin_response_t *res);
 void ka_admin_handle_metrics_get(ka_admin_context_t *ctx, const ka_admin_request_t *req,

@@ -173,6 +173,21 @@ static int set_admin_token_file(ka_config_t *c, const char *v, char *e, size_t n
     return set_path(c->admin_token_file, sizeof(c->admin_token_file), v, e, n);
 }
 
+static int set_state_file(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_path(c->state_file, sizeof(c->state_file), v, e, n);
+}
+
+static int set_policy_watch(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
+        snprintf(e, n, "expected on or off");
+        return KA_EINVALID;
+    }
+    c->policy_watch_off = strcmp(v, "off") == 0;
+    return 0;
+}
+
 static const option_t options[] = {
     {"listen", "KADMIT_LISTEN", set_listen, "HOST:PORT",
      "where Kafka clients connect (default 0.0.0.0:9092)"},
@@ -194,6 +209,10 @@ static const option_t options[] = {
      "on SIGTERM, wait this long for in-flight requests (default 25)"},
     {"policy", "KADMIT_POLICY", set_policy, "FILE",
      "admission policy (JSON); without it kadmit only forwards"},
+    {"state-file", "KADMIT_STATE_FILE", set_state_file, "FILE",
+     "keep admin API changes here, never in the policy file"},
+    {"policy-watch", "KADMIT_POLICY_WATCH", set_policy_watch, "on|off",
+     "reload the policy file when it changes (default on; SIGHUP always reloads)"},
     {"admin", "KADMIT_ADMIN", set_admin, "HOST:PORT",
      "admin HTTP API, or off (default 127.0.0.1:9644)"},
     {"admin-token-file", "KADMIT_ADMIN_TOKEN_FILE", set_admin_token_file, "FILE",

@@ -35,6 +35,8 @@ typedef struct ka_config {
     uint32_t drain_timeout_s;    /* how long SIGTERM waits for in-flight requests */
     char policy_path[4096];      /* --policy: admission policy file; empty = no admission */
     char check_policy[4096];     /* --check-policy: validate this file and exit */
+    char state_file[4096];       /* --state-file: API changes kept here, not in the policy file */
+    int policy_watch_off;        /* --policy-watch off: reload on SIGHUP only */
     ka_hostport_t admin;         /* --admin: the admin HTTP API (default 127.0.0.1:9644) */
     int admin_off;               /* --admin off: no admin server */
     char admin_token_file[4096]; /* --admin-token-file: bearer token for mutations */

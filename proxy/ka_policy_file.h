@@ -15,6 +15,11 @@
 
 #define KA_POLICY_FILE_MAX (16u * 1024u * 1024u)
 
+/* The whole file, NUL-terminated, in *out (free() it); its length in *out_len. */
+int ka_policy_file_read(const char *path, char **out, size_t *out_len, char *err, size_t errlen);
+/* Parses bytes read from `path`; errors are prefixed with the path. */
+int ka_policy_file_parse(const char *path, const char *buf, size_t len, uint64_t version,
+                         ka_policy_t **out, char *err, size_t errlen);
 int ka_policy_file_load(const char *path, uint64_t version, ka_policy_t **out, char *err,
                         size_t errlen);
 

@@ -7,8 +7,9 @@
  * does not resolve). Each failure is one line on stderr.
  *
  * The admin HTTP API (admin-http/) runs on the same loop; this file
- * implements its ka_admin_ops_t over the proxy's state. Policy changes made
- * through the API are put in force but not yet written to the policy file.
+ * implements its ka_admin_ops_t over the proxy's state. The policy file is
+ * watched and reloaded (ka_policy_watch.c, ka_policy_store.c), and policy
+ * changes made through the API are persisted by the store.
  */
 #include <inttypes.h>
 #include <signal.h>
@@ -23,16 +24,20 @@
 #include "ka_error.h"
 #include "ka_log.h"
 #include "ka_policy_file.h"
+#include "ka_policy_reload.h"
 #include "ka_proxy.h"
 
 /* Without --policy there is no metadata client, so readiness probes the
  * upstream with a plain TCP connect this often. */
 #define ADMIN_PROBE_INTERVAL_MS 1000
 
+static ka_policy_reload_t policy_reload;
+
 typedef struct admin_state {
     ka_server_t *srv;
-    ka_policy_t *fallback; /* the default policy shown when admission is off */
-    uint64_t last_version; /* highest policy version handed out */
+    ka_policy_reload_t *ps; /* NULL without --policy */
+    ka_policy_t *fallback;  /* the default policy shown when admission is off */
+    uint64_t last_version;  /* highest policy version handed out */
     ka_admin_server_t *server;
     uv_timer_t probe_timer;
     uv_tcp_t probe_tcp;
@@ -58,6 +63,8 @@ static ka_policy_t *op_policy_get(void *ctx)
 static uint64_t op_policy_next_version(void *ctx)
 {
     admin_state_t *st = ctx;
+    if (st->ps != NULL)
+        return ka_policy_store_next_version(&st->ps->store);
     return ++st->last_version;
 }
 
@@ -74,21 +81,29 @@ static int op_policy_apply(void *ctx, ka_policy_t *next, bool *persisted, char *
     /* One thread: the swap is atomic for every decision, and decisions in
      * progress keep the reference they took. */
     ka_admission_set_policy(a, ka_policy_ref(next));
-    if (ka_policy_version(next) > st->last_version)
-        st->last_version = ka_policy_version(next);
-    snprintf(err, errlen, "writing API changes to the policy file is not implemented yet");
+    ka_policy_store_persist(&st->ps->store, next, persisted, err, errlen);
     ka_log(KA_LOG_INFO, "policy changed over the admin API",
            KA_KI("version", ka_policy_version(next)),
            KA_KI("max.broker.partitions", ka_policy_default_broker_limit(next)),
-           KA_KI("broker_overrides", ka_policy_override_count(next)), KA_KS("persisted", "no"));
+           KA_KI("broker_overrides", ka_policy_override_count(next)),
+           KA_KS("persisted", *persisted ? "yes" : "no"), KA_KS(*persisted ? "to" : "why", err));
     return 0;
 }
 
 static void op_reload_status(void *ctx, ka_admin_reload_status_t *out)
 {
-    (void)ctx;
-    memset(out, 0, sizeof(*out)); /* the policy file is not reloaded yet */
-    out->attempted = false;
+    admin_state_t *st = ctx;
+    memset(out, 0, sizeof(*out));
+    if (st->ps != NULL)
+        ka_policy_reload_status(st->ps, out);
+}
+
+static ka_policy_t *op_file_policy_get(void *ctx)
+{
+    admin_state_t *st = ctx;
+    if (st->ps == NULL)
+        return NULL;
+    return ka_policy_ref((ka_policy_t *)ka_policy_store_file_policy(&st->ps->store));
 }
 
 static ka_cluster_t *op_cluster_get(void *ctx)
@@ -221,6 +236,7 @@ static const ka_admin_ops_t admin_ops = {
     .policy_next_version = op_policy_next_version,
     .policy_apply = op_policy_apply,
     .reload_status = op_reload_status,
+    .file_policy_get = op_file_policy_get,
     .cluster_get = op_cluster_get,
     .reservations_get = op_reservations_get,
     .clock_ms = op_clock_ms,
@@ -245,8 +261,6 @@ static int admin_start(admin_state_t *st, ka_admin_ops_t *ops, const ka_config_t
         st->probe_started = 1;
         uv_timer_start(&st->probe_timer, probe_timer_cb, 0, ADMIN_PROBE_INTERVAL_MS);
         uv_unref((uv_handle_t *)&st->probe_timer);
-    } else {
-        st->last_version = ka_policy_version(ka_admission_policy(st->srv->admission));
     }
     ka_config_admin_address(cfg, addr, sizeof(addr));
     char why[400] = "";
@@ -291,10 +305,11 @@ int main(int argc, char **argv)
         printf("kadmit: %s: policy is valid\n", cfg.check_policy);
         return 0;
     }
-    /* A bad policy file is a bad argument: one line naming file and field, exit 2. */
+    /* A bad policy file (or state file) is a bad argument: one line naming
+     * the file and the field, exit 2. */
     ka_policy_t *policy = NULL;
-    if (cfg.policy_path[0] != '\0' &&
-        ka_policy_file_load(cfg.policy_path, 1, &policy, err, sizeof(err)) < 0) {
+    ka_policy_reload_t *ps = &policy_reload;
+    if (ka_policy_reload_open(ps, &cfg, &policy, err, sizeof(err)) < 0) {
         fprintf(stderr, "kadmit: --policy %s\n", err);
         return 2;
     }
@@ -303,6 +318,7 @@ int main(int argc, char **argv)
     if (ka_config_load_admin_token(&cfg, token, sizeof(token), err, sizeof(err)) < 0) {
         fprintf(stderr, "kadmit: %s\n", err);
         ka_policy_unref(policy);
+        ka_policy_reload_free(ps);
         return 2;
     }
     ka_log_setup(cfg.log_level, cfg.log_format);
@@ -325,11 +341,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "kadmit: %s\n", err);
         return 1;
     }
+    ka_policy_reload_start(ps, srv, &cfg);
     if (ka_server_listen(srv, err, sizeof(err)) < 0) {
         fprintf(stderr, "kadmit: %s\n", err);
         return 1;
     }
-    admin_state_t admin = {.srv = srv};
+    admin_state_t admin = {.srv = srv, .ps = ps->open ? ps : NULL};
     ka_admin_ops_t ops;
     int exit_code = 0;
     if (!cfg.admin_off && admin_start(&admin, &ops, &cfg, token, err, sizeof(err)) < 0) {
@@ -340,7 +357,9 @@ int main(int argc, char **argv)
     }
     uv_run(loop, UV_RUN_DEFAULT);
     admin_close(&admin);
+    ka_policy_reload_close(ps);
     uv_run(loop, UV_RUN_DEFAULT);
+    ka_policy_reload_free(ps);
     ka_policy_unref(admin.fallback);
     ka_admission_stop(srv->admission);
     ka_server_close(srv);

@@ -15,9 +15,11 @@ command -v mvn >/dev/null || packages+=(maven)
 python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
 
 # From PyPI, for the integration tests: librdkafka's admin API (test_admission_librdkafka.py)
-# and a real Prometheus text-format parser for /metrics (test_admin_http.py).
+# and a real Prometheus text-format parser for /metrics (test_admin_http.py); jsonschema checks
+# docs/policy.schema.json against the example policies (ctest test_policy_schema).
 confluent_kafka_version=2.16.1
 prometheus_client_version=0.26.0
+jsonschema_version=4.26.0
 pip_install() {
     PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 \
         python3 -m pip install --quiet "$1"
@@ -30,6 +32,10 @@ python_deps() {
     if ! python3 -c 'import prometheus_client' 2>/dev/null; then
         echo "deps.sh: installing prometheus-client==$prometheus_client_version (pip)"
         pip_install "prometheus-client==$prometheus_client_version"
+    fi
+    if ! python3 -c 'import jsonschema' 2>/dev/null; then
+        echo "deps.sh: installing jsonschema==$jsonschema_version (pip)"
+        pip_install "jsonschema==$jsonschema_version"
     fi
 }
 

@@ -25,12 +25,19 @@ if(TARGET ka_proxy_runtime)
   ka_unit_test(test_proxy_relay_defer
     SOURCES ${KA_PROXY_TEST_DIR}/test_relay_defer.c ${KA_PROXY_TEST_DIR}/socket_fixtures.c LIBS ka_proxy_runtime Threads::Threads)
   set_tests_properties(test_proxy_relay_defer PROPERTIES TIMEOUT 20)
+  ka_unit_test(test_proxy_policy_store
+    SOURCES ${KA_PROXY_TEST_DIR}/test_policy_store.c LIBS ka_proxy_runtime)
 endif()
 find_program(KA_PYTHON3 python3)
 if(TARGET kadmit AND KA_PYTHON3)
   add_test(NAME test_proxy_e2e_forwarding
            COMMAND ${KA_PYTHON3} ${KA_PROXY_TEST_DIR}/e2e_forwarding.py $<TARGET_FILE:kadmit>)
   set_tests_properties(test_proxy_e2e_forwarding PROPERTIES TIMEOUT 60)
+  # The policy's JSON Schema and the example policies agree with kadmit's validator.
+  add_test(NAME test_policy_schema
+           COMMAND ${KA_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/policy/test_policy_schema.py
+                   $<TARGET_FILE:kadmit>)
+  set_tests_properties(test_policy_schema PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77)
 endif()
 
 # The fuzz target's replay binary replays the seed corpus in ordinary builds.

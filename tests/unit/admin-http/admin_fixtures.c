@@ -43,9 +43,16 @@ static int fake_apply(void *ctx, ka_policy_t *next, bool *persisted, char *err, 
     ka_policy_unref(fake->policy);
     fake->policy = ka_policy_ref(next);
     *persisted = fake->persist_ok;
-    if (!fake->persist_ok)
-        snprintf(err, errlen, "policy.json is read-only and no state file is configured");
+    snprintf(err, errlen, "%s",
+             fake->persist_ok ? "/etc/kadmit/state.json"
+                              : "policy.json is read-only and no state file is configured");
     return 0;
+}
+
+static ka_policy_t *fake_file_policy_get(void *ctx)
+{
+    fake_proxy_t *fake = ctx;
+    return ka_policy_ref(fake->file_policy);
 }
 
 static void fake_reload_status(void *ctx, ka_admin_reload_status_t *out)
@@ -102,6 +109,7 @@ void fake_init(fake_proxy_t *fake)
 void fake_free(fake_proxy_t *fake)
 {
     ka_policy_unref(fake->policy);
+    ka_policy_unref(fake->file_policy);
     ka_cluster_unref(fake->cluster);
     ka_reservations_free(fake->ledger);
     memset(fake, 0, sizeof(*fake));
@@ -150,6 +158,7 @@ ka_admin_ops_t fake_ops(fake_proxy_t *fake)
         .policy_next_version = fake_next_version,
         .policy_apply = fake_apply,
         .reload_status = fake_reload_status,
+        .file_policy_get = fake_file_policy_get,
         .cluster_get = fake_cluster_get,
         .reservations_get = fake_reservations_get,
         .clock_ms = fake_clock,

@@ -26,7 +26,8 @@ typedef struct fake_proxy {
     bool apply_fails; /* policy_apply refuses the policy */
     int apply_calls;
     ka_admin_reload_status_t reload;
-    ka_cluster_t *cluster; /* NULL: no view yet */
+    ka_policy_t *file_policy; /* what file_policy_get returns; NULL: no policy file */
+    ka_cluster_t *cluster;    /* NULL: no view yet */
     ka_reservations_t *ledger;
     bool ready;
     int64_t now_ms;

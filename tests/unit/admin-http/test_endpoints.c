@@ -136,6 +136,8 @@ static void test_put_policy_replaces_the_whole_policy(void **state)
                      200);
     doc = body_json(&r);
     assert_true(json_is_true(json_object_get(doc, "persisted")));
+    assert_string_equal(json_string_value(json_object_get(doc, "persisted_to")),
+                        "/etc/kadmit/state.json");
     assert_int_equal(json_integer_value(json_object_get(doc, "version")), 2);
     assert_null(json_object_get(doc, "warning"));
     json_decref(doc);
@@ -161,6 +163,57 @@ static void test_put_policy_says_when_the_change_was_not_persisted(void **state)
     assert_true(json_is_false(json_object_get(doc, "persisted")));
     assert_non_null(strstr(json_string_value(json_object_get(doc, "warning")), "read-only"));
     json_decref(doc);
+    reply_free(&r);
+}
+
+static void test_delete_overrides_returns_to_the_file_policy(void **state)
+{
+    admin_harness_t *h = *state;
+    const char *file = "{\"max.broker.partitions\": 77}";
+    reply_t r;
+
+    assert_int_equal(http_call(h->port, "DELETE", "/v1/policy/overrides", TEST_TOKEN, NULL, &r),
+                     409);
+    assert_error(&r, 409, "no policy file");
+    reply_free(&r);
+    assert_int_equal(ka_policy_parse(file, strlen(file), 1, &h->fake.file_policy, NULL, 0), 0);
+    assert_int_equal(http_call(h->port, "DELETE", "/v1/policy/overrides", NULL, NULL, &r), 401);
+    reply_free(&r);
+    assert_int_equal(http_call(h->port, "DELETE", "/v1/policy/overrides", TEST_TOKEN, NULL, &r),
+                     200);
+    reply_free(&r);
+    assert_int_equal(ka_policy_default_broker_limit(h->fake.policy), 77);
+    assert_int_equal(ka_policy_version(h->fake.policy), 2);
+}
+
+static void test_get_policy_shows_the_source_and_reloads_by_result(void **state)
+{
+    admin_harness_t *h = *state;
+    reply_t r;
+    json_t *doc, *source;
+
+    h->fake.reload.persistence = "state-file";
+    snprintf(h->fake.reload.file_hash, sizeof(h->fake.reload.file_hash), "0123456789abcdef");
+    snprintf(h->fake.reload.persist_path, sizeof(h->fake.reload.persist_path), "/s.json");
+    h->fake.reload.overrides = true;
+    h->fake.reload.reloads_ok = 4;
+    h->fake.reload.reloads_invalid = 2;
+    assert_int_equal(http_call(h->port, "GET", "/v1/policy", NULL, NULL, &r), 200);
+    doc = body_json(&r);
+    source = json_object_get(doc, "source");
+    assert_string_equal(json_string_value(json_object_get(source, "persistence")), "state-file");
+    assert_string_equal(json_string_value(json_object_get(source, "file_hash")),
+                        "0123456789abcdef");
+    assert_true(json_is_true(json_object_get(source, "overrides")));
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(source, "reloads"), "invalid")), 2);
+    json_decref(doc);
+    reply_free(&r);
+    assert_int_equal(http_call(h->port, "GET", "/metrics", NULL, NULL, &r), 200);
+    assert_non_null(strstr(r.body, "kadmit_policy_reloads_total{result=\"ok\"} 4\n"));
+    assert_non_null(strstr(r.body, "kadmit_policy_reloads_total{result=\"invalid\"} 2\n"));
+    assert_non_null(strstr(r.body, "kadmit_policy_file_info{hash=\"0123456789abcdef\"} 1\n"));
+    assert_non_null(strstr(r.body, "kadmit_policy_overrides_active 1\n"));
     reply_free(&r);
 }
 
@@ -474,6 +527,10 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_put_policy_rejects_invalid_policies_with_the_validation_message, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_overrides_returns_to_the_file_policy, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_get_policy_shows_the_source_and_reloads_by_result,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_put_policy_reports_a_refused_apply_as_500, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_put_default_limit_changes_only_the_default, setup,
