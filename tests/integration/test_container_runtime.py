@@ -27,8 +27,8 @@ way kubelet updates a ConfigMap (a new timestamped directory, then an atomic ren
 a Fetch long-poll in flight kadmit stops accepting, answers the request, and exits 0
 within the drain timeout, well inside the pod's termination grace period.
 
-KADMIT_TEST_RELOAD=put makes the reload check also PUT the edited policy (with the
-Secret's token) after the swap, for a binary without policy-file hot reload.
+For a binary without policy-file hot reload, KADMIT_TEST_RELOAD=sighup sends SIGHUP after
+the swap, and KADMIT_TEST_RELOAD=put PUTs the edited policy with the Secret's token.
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import kafka_wire  # noqa: E402
-from kafka_cluster import HOST, KafkaCluster, ensure_kafka, kadmit_bin, tail  # noqa: E402
+from kafka_cluster import (HOST, SANITIZER_PATTERNS, KafkaCluster, kadmit_bin,  # noqa: E402
+                           tail)
 
 yaml = pytest.importorskip("yaml", reason="PyYAML is missing: run scripts/deps.sh")
 
@@ -187,8 +188,10 @@ def _setns(fd: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def pod_netns():
-    """Move this thread (and every process it starts) into a fresh network namespace."""
+def pod_netns(kafka_home):
+    """Move this thread (and every process it starts) into a fresh network namespace.
+
+    Kafka's jars are fetched first (kafka_home): the new namespace has no route out."""
     host = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
     try:
         if _libc.unshare(CLONE_NEWNET) != 0:
@@ -208,7 +211,6 @@ def runtime() -> Runtime:
 @pytest.fixture(scope="module")
 def broker(pod_netns, runtime, tmp_path_factory):
     """One real Kafka broker whose CLIENT listener is the sidecar's upstream."""
-    ensure_kafka()
     upstream = runtime.env["KADMIT_UPSTREAM"]
     # The harness binds node 1's CLIENT listener at 19091+base and advertises 9091+base.
     c = KafkaCluster(tmp_path_factory.mktemp("pod-kafka"), brokers=1,
@@ -477,7 +479,8 @@ def test_kadmit_runs_as_the_container_runs_it(broker, runtime, tmp_path):
         sidecar.kill()
 
     check_json_logs(sidecar)
-    assert "ERROR: AddressSanitizer" not in sidecar.stderr.read_text(errors="replace")
+    errors = sidecar.stderr.read_text(errors="replace")
+    assert not [p for p in SANITIZER_PATTERNS if p in errors], errors
 
 
 def check_configmap_reload(sidecar: Sidecar, admin: int, shipped: dict) -> None:
@@ -487,7 +490,10 @@ def check_configmap_reload(sidecar: Sidecar, admin: int, shipped: dict) -> None:
     key = Path(sidecar.rt.env["KADMIT_POLICY"]).name
     atomic_write(policy_dir, {key: json.dumps(edited, indent=2).encode()})
     fallback = os.environ.get("KADMIT_TEST_RELOAD", "")
-    if fallback == "put":
+    assert fallback in ("", "put", "sighup"), "KADMIT_TEST_RELOAD: put or sighup"
+    if fallback == "sighup":
+        sidecar.proc.send_signal(signal.SIGHUP)
+    elif fallback == "put":
         status, body = http_call(admin, "PUT", "/v1/policy", json.dumps(edited).encode(),
                                  token=sidecar.token)
         assert status == 200, body
@@ -499,7 +505,7 @@ def check_configmap_reload(sidecar: Sidecar, admin: int, shipped: dict) -> None:
                 and doc["policy"]["max.broker.partitions"] == edited["max.broker.partitions"])
 
     wait_for("the edited ConfigMap policy in force (GET /v1/policy)", in_force, 15, sidecar)
-    if fallback != "put":
+    if fallback != "put":  # a reload from the file, not an API change
         doc = json.loads(http_call(admin, "GET", "/v1/policy")[1])
         assert doc["last_reload"] and doc["last_reload"]["ok"] is True, doc
 
@@ -562,6 +568,20 @@ def check_json_logs(sidecar: Sidecar) -> None:
     assert all(isinstance(r, dict) for r in records)
     text = " ".join(json.dumps(r) for r in records)
     assert "SIGTERM" in text, "the drain is not logged"
+
+
+def test_dockerignore_admits_every_copy_source():
+    """`docker build` fails on a COPY whose source .dockerignore leaves out of the context."""
+    allowed = [line[1:].rstrip("/") for line in (REPO / ".dockerignore").read_text().splitlines()
+               if line.startswith("!")]
+    assert (REPO / ".dockerignore").read_text().splitlines().count("*") == 1
+    for line in DOCKERFILE.read_text().splitlines():
+        if line.startswith("COPY ") and "--from=" not in line:
+            for src in shlex.split(line)[1:-1]:
+                src = src.rstrip("/")
+                assert (REPO / src).exists(), f"COPY {src}: no such file"
+                assert any(src == a or src.startswith(a + "/") for a in allowed), \
+                    f"COPY {src} is excluded by .dockerignore"
 
 
 def test_healthcheck_fails_without_kadmit(runtime, tmp_path):
