@@ -570,6 +570,36 @@ def check_json_logs(sidecar: Sidecar) -> None:
     assert "SIGTERM" in text, "the drain is not logged"
 
 
+def seconds(duration: str) -> int:
+    assert duration.endswith("s") and duration[:-1].isdigit(), duration
+    return int(duration[:-1])
+
+
+def test_compose_agrees_with_the_image(runtime):
+    """Each compose sidecar shares its broker's namespace and the image's ports and paths."""
+    image_env = runtime.image["env"]
+    compose = yaml.safe_load((REPO / "deploy" / "docker" / "compose.yml").read_text())
+    services = compose["services"]
+    sidecars = {k: v for k, v in services.items() if v.get("image", "").startswith("kadmit")}
+    assert len(sidecars) == 3
+    listen = port_of(image_env["KADMIT_LISTEN"])
+    for name, svc in sidecars.items():
+        env = {**image_env, **{k: str(v) for k, v in svc.get("environment", {}).items()}}
+        assert svc["network_mode"].startswith("service:")
+        broker = services[svc["network_mode"].split(":", 1)[1]]
+        kenv = broker["environment"]
+        assert f"CLIENT://{env['KADMIT_UPSTREAM']}" in kenv["KAFKA_LISTENERS"].split(",")
+        advertised = next(a for a in kenv["KAFKA_ADVERTISED_LISTENERS"].split(",")
+                          if a.startswith("CLIENT://"))
+        published = {int(p.split(":")[-1]): int(p.split(":")[-2]) for p in broker["ports"]}
+        assert published[listen] == port_of(advertised), f"{name}: advertised != published"
+        assert port_of(env["KADMIT_ADMIN"]) in published
+        targets = [v["target"] for v in svc["volumes"]]
+        assert str(Path(env["KADMIT_POLICY"]).parent) in targets
+        assert env["KADMIT_ADMIN_TOKEN_FILE"] in [x["target"] for x in svc["secrets"]]
+        assert seconds(svc["stop_grace_period"]) > int(env["KADMIT_DRAIN_TIMEOUT"])
+
+
 def test_dockerignore_admits_every_copy_source():
     """`docker build` fails on a COPY whose source .dockerignore leaves out of the context."""
     allowed = [line[1:].rstrip("/") for line in (REPO / ".dockerignore").read_text().splitlines()
