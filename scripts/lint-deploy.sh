@@ -63,7 +63,7 @@ fi
 composecheck="$tools/composecheck-$compose_go_version-$(sha256sum deploy/lint/composecheck/main.go | cut -c1-12)"
 if [[ ! -x "$composecheck" ]]; then
     echo "building composecheck with compose-go $compose_go_version (once)"
-    (cd deploy/lint/composecheck && GOFLAGS=-mod=readonly go build -trimpath -o "$composecheck" .)
+    (cd deploy/lint/composecheck && GOFLAGS=-mod=readonly go build -buildvcs=false -trimpath -o "$composecheck" .)
 fi
 hadolint --version
 echo "kubernetes-validate $kubernetes_validate_version (schemas $kubernetes_schema_version)"
