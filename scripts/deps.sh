@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
     build-essential cmake ninja-build pkg-config clang clang-format libclang-rt-14-dev
     libuv1-dev libjansson-dev libcmocka-dev libssl-dev node-llhttp
-    kcat haproxy gnuplot-nox yamllint
+    kcat haproxy gnuplot-nox yamllint shellcheck iproute2
 )
 python3 -c 'import pytest' 2>/dev/null || packages+=(python3-pytest)
 command -v java >/dev/null || packages+=(openjdk-17-jre-headless)
@@ -20,6 +20,8 @@ python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
 confluent_kafka_version=2.16.1
 prometheus_client_version=0.26.0
 jsonschema_version=4.26.0
+# PyYAML reads the Kubernetes manifests in test_container_runtime.py.
+pyyaml_version=6.0.3
 pip_install() {
     PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 \
         python3 -m pip install --quiet "$1"
@@ -36,6 +38,10 @@ python_deps() {
     if ! python3 -c 'import jsonschema' 2>/dev/null; then
         echo "deps.sh: installing jsonschema==$jsonschema_version (pip)"
         pip_install "jsonschema==$jsonschema_version"
+    fi
+    if ! python3 -c 'import yaml' 2>/dev/null; then
+        echo "deps.sh: installing PyYAML==$pyyaml_version (pip)"
+        pip_install "PyYAML==$pyyaml_version"
     fi
 }
 

