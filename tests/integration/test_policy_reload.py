@@ -324,3 +324,42 @@ def test_sighup_reloads_with_the_watcher_off(env: Env):
     assert doc["policy"]["max.broker.partitions"] < HIGH
     assert env.create_rejected()
     assert "trigger=SIGHUP" in s.log.read_text(errors="replace")
+
+
+def test_read_only_policy_without_state_file_keeps_api_changes_in_memory_only(env: Env):
+    """A read-only policy file (a ConfigMap) and no --state-file: an API change is in force, the
+    answer says it was not saved and why, the start-up log warns, and a restart loses it."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a read-only bind mount needs root and mount(8)")
+    s = env.sidecar
+    ro = env.d / "read-only"
+    ro.mkdir()
+    (ro / "policy.json").write_text(json.dumps(policy_doc(HIGH)))
+    clients.run(["mount", "--bind", str(ro), str(ro)])
+    try:
+        clients.run(["mount", "-o", "remount,bind,ro", str(ro)])
+        s.stop()
+        log_offset = s.log.stat().st_size if s.log.exists() else 0
+        spawn_sidecar(s, ro / "policy.json", env.token_file)
+        wait_ready(env.port)
+        log = s.log.read_bytes()[log_offset:].decode(errors="replace")
+        assert "admin API changes will not survive a restart" in log, log
+        assert not env.create_rejected()
+
+        body = json.dumps({"max.broker.partitions": env.full_limit()}).encode()
+        status, _, raw = http(env.port, "PUT", "/v1/limits/default", body, token=TOKEN)
+        doc = json.loads(raw)
+        assert status == 200, doc
+        assert doc["persisted"] is False and "read-only" in doc["warning"], doc
+        assert env.create_rejected()
+
+        s.stop()
+        spawn_sidecar(s, ro / "policy.json", env.token_file)
+        wait_ready(env.port)
+        assert env.limit_in_force() == HIGH  # the in-memory change is gone, as the answer said
+        assert not env.create_rejected()
+    finally:
+        s.stop()
+        clients.run(["umount", str(ro)], check=False)
+        spawn_sidecar(s, env.path, env.token_file)
+        wait_ready(env.port)
