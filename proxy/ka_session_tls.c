@@ -89,6 +89,15 @@ int ka_server_tls_init(ka_server_t *srv, char *err, size_t errlen)
         ka_log(KA_LOG_INFO, "TLS toward the broker", KA_KS("server_name", st.server_name),
                KA_KS("verify", cfg->upstream_verify ? "on" : "off"));
     }
+    ka_mdc_security_t *sec = &srv->mdc_security;
+    sec->tls = srv->tls_upstream;
+    if (cfg->metadata_sasl_mechanism[0] != '\0') {
+        if (ka_config_load_sasl_password(cfg, sec->password, sizeof(sec->password), err, errlen) <
+            0)
+            return KA_EINVALID;
+        snprintf(sec->mechanism, sizeof(sec->mechanism), "%s", cfg->metadata_sasl_mechanism);
+        snprintf(sec->username, sizeof(sec->username), "%s", cfg->metadata_sasl_username);
+    }
     if (srv->tls_clients || srv->tls_upstream) {
         uv_timer_init(srv->loop, &srv->tls_reload_timer);
         srv->tls_reload_timer.data = srv;
@@ -278,4 +287,5 @@ void ka_server_tls_free(ka_server_t *srv)
     ka_tls_source_free(srv->tls_clients);
     ka_tls_source_free(srv->tls_upstream);
     srv->tls_clients = srv->tls_upstream = NULL;
+    memset(&srv->mdc_security, 0, sizeof(srv->mdc_security));
 }
