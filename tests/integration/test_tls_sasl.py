@@ -1,0 +1,315 @@
+"""TLS on both legs and SASL through kadmit, against a real 1-broker Kafka with SSL and
+SASL_SSL listeners (secure_cluster.py). Own cluster at KADMIT_TEST_PORT_BASE + 130.
+
+Two kadmit instances, both terminating TLS toward clients and originating TLS to the broker:
+  tls   127.0.0.1:9591+b -> broker SSL listener; served certificate CN=kadmit (rotated below)
+  sasl  127.0.0.1:9091+b -> broker SASL_SSL listener; with a policy (max.broker.partitions)
+        and its metadata connection authenticating with SCRAM-SHA-512 over TLS
+
+kcat here links librdkafka 2.0.2, whose SCRAM fails against Kafka 4.1 even without kadmit,
+so SCRAM through librdkafka uses confluent-kafka (a newer librdkafka); kcat uses PLAIN.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import ssl
+import struct
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import clients
+import kafka_wire
+import tls_certs
+from kafka_cluster import HOST, Proc, ensure_kafka, kadmit_bin, port_base, port_open, tail, tool
+from secure_cluster import SecureKafkaCluster
+
+OFFSET = 130
+REJECT = "Cannot satisfy request without exceeding the max.broker.partitions limit"
+
+
+class Kadmit:
+    def __init__(self, directory: Path, name: str, listen: int, upstream: int, admin: int,
+                 args: list[str], env: dict | None = None):
+        self.listen, self.admin = listen, admin
+        self.log = directory / f"kadmit-{name}.log"
+        self.proc = Proc(f"kadmit {name}", directory / f"kadmit-{name}.pid", self.log,
+                         f"--listen\0{HOST}:{listen}")
+        e = dict(os.environ, **(env or {}))
+        e.setdefault("ASAN_OPTIONS", "abort_on_error=0:halt_on_error=1:detect_leaks=1")
+        e.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+        self.proc.spawn([str(kadmit_bin()), "--listen", f"{HOST}:{listen}", "--upstream",
+                         f"{HOST}:{upstream}", "--admin", f"{HOST}:{admin}", *args], env=e)
+        deadline = time.monotonic() + 15
+        while not port_open(listen):
+            assert self.proc.alive(), f"kadmit {name} exited:\n{tail(self.log)}"
+            assert time.monotonic() < deadline, f"kadmit {name} not listening:\n{tail(self.log)}"
+            time.sleep(0.05)
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_log(self, needle: str, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while needle not in self.text():
+            assert time.monotonic() < deadline, f"no '{needle}' in kadmit log:\n{tail(self.log)}"
+            time.sleep(0.1)
+
+    def metric(self, name: str) -> int:
+        with urllib.request.urlopen(f"http://{HOST}:{self.admin}/metrics", timeout=5) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith(name + " "):
+                    return int(float(line.split()[1]))
+        raise AssertionError(f"metric {name} not found")
+
+    def problems(self) -> list[str]:
+        out = [] if self.proc.alive() else [f"{self.proc.name} is not running"]
+        return out + [line for line in self.text().splitlines()
+                      if "AddressSanitizer" in line or "runtime error:" in line
+                      or "LeakSanitizer" in line]
+
+
+@pytest.fixture(scope="module")
+def env():
+    binary = kadmit_bin()
+    if not binary.exists():
+        pytest.fail(f"kadmit binary not found at {binary} (set KADMIT_BIN)", pytrace=False)
+    ensure_kafka()
+    d = Path(tempfile.mkdtemp(prefix="kadmit-tls-"))
+    certs = d / "certs"
+    c = SecureKafkaCluster(d / "cluster", port_base() + OFFSET, certs)
+    kt = ks = None
+    ok = False
+    try:
+        c.start()
+        kcert = tls_certs.make_cert(certs, "kadmit", c.ca, serial=100, cn="kadmit")
+        live = d / "live"  # the files kadmit serves, replaced during the rotation test
+        live.mkdir()
+        shutil.copy(kcert.cert, live / "server.pem")
+        shutil.copy(kcert.key, live / "server.key")
+        tls_args = ["--tls-cert", str(live / "server.pem"), "--tls-key", str(live / "server.key"),
+                    "--upstream-tls", "true", "--upstream-ca", str(c.ca.cert)]
+        b = c.port_base
+        kt = Kadmit(d, "tls", c.tls_sidecar_port, c.tls_port, 15591 + b, tls_args)
+        policy = d / "policy.json"
+        policy.write_text('{"max.broker.partitions": 40, "metadata.refresh.interval.ms": 2000}')
+        pw = d / "kadmit.password"
+        pw.write_text("kadmit-secret\n")
+        ks = Kadmit(d, "sasl", c.sasl_sidecar_port, c.sasl_port, c.nodes[0].admin_port,
+                    tls_args + ["--policy", str(policy),
+                                "--metadata-sasl-mechanism", "SCRAM-SHA-512",
+                                "--metadata-sasl-username", "kadmit",
+                                "--metadata-sasl-password-file", str(pw)])
+        yield {"cluster": c, "tls": kt, "sasl": ks, "dir": d, "live": live}
+        probs = kt.problems() + ks.problems()
+        assert not probs, "\n".join(probs)
+        ok = True
+    finally:
+        for k in (kt, ks):
+            if k is not None:
+                k.proc.stop()
+        c.stop()
+        if ok:
+            shutil.rmtree(d, ignore_errors=True)
+        else:
+            print(f"kept {d}")
+
+
+def tls_bootstrap(c: SecureKafkaCluster) -> str:
+    return f"{HOST}:{c.tls_sidecar_port}"
+
+
+def sasl_bootstrap(c: SecureKafkaCluster) -> str:
+    return f"{HOST}:{c.sasl_sidecar_port}"
+
+
+def console_produce(bootstrap: str, props: Path, topic: str, lines: list[str]) -> None:
+    clients.run([tool("kafka-console-producer"), "--bootstrap-server", bootstrap,
+                 "--producer.config", str(props), "--topic", topic,
+                 "--producer-property", "acks=all"],
+                input_=("\n".join(lines) + "\n").encode(), timeout=90)
+
+
+def console_consume(bootstrap: str, props: Path, topic: str, count: int) -> list[str]:
+    p = clients.run([tool("kafka-console-consumer"), "--bootstrap-server", bootstrap,
+                     "--consumer.config", str(props), "--topic", topic, "--from-beginning",
+                     "--max-messages", str(count), "--timeout-ms", "30000"], timeout=90)
+    return clients.text(p).splitlines()
+
+
+def kcat(*args: str, timeout: float = 60.0, input_: bytes | None = None, check: bool = True):
+    return clients.run([clients.KCAT, *args], timeout=timeout, input_=input_, check=check)
+
+
+def tls_connection(port: int, ca: Path) -> kafka_wire.Connection:
+    conn = kafka_wire.Connection(HOST, port)
+    ctx = ssl.create_default_context(cafile=str(ca))
+    conn.sock = ctx.wrap_socket(conn.sock, server_hostname=HOST)
+    return conn
+
+
+def create_topics_v4(cid: int, topic: str, partitions: int) -> bytes:
+    body = (struct.pack(">i", 1) + kafka_wire._str(topic) + struct.pack(">ihii", partitions, 1, 0, 0)
+            + struct.pack(">i?", 30000, False))
+    return kafka_wire.request(19, 4, cid, body)
+
+
+def create_topics_error(body: bytes) -> tuple[int, str | None]:
+    r = kafka_wire.Reader(body)
+    r.take(">i")  # throttle
+    assert r.take(">i") == 1
+    r.string()
+    return r.take(">h"), r.string()
+
+
+# --- TLS -------------------------------------------------------------------------------
+
+def test_java_and_kcat_round_trip_over_tls(env, tmp_path):
+    c, kt = env["cluster"], env["tls"]
+    props = c.java_props(tmp_path / "ssl.properties")
+    ssl_x = c.kcat_args()
+    java_lines = [f"java-tls-{i:05d}" for i in range(300)]
+    console_produce(tls_bootstrap(c), props, "tls-java", java_lines)
+    out = tmp_path / "from-kcat.txt"
+    clients.kcat_consume_to_file(tls_bootstrap(c), "tls-java", out, *ssl_x[1::2])
+    assert out.read_text().splitlines() == java_lines
+
+    kcat_lines = [f"kcat-tls-{i:05d}" for i in range(300)]
+    src = tmp_path / "kcat.txt"
+    src.write_text("\n".join(kcat_lines) + "\n")
+    clients.kcat_produce_file(tls_bootstrap(c), "tls-kcat", src, *ssl_x[1::2])
+    assert console_consume(tls_bootstrap(c), props, "tls-kcat", 300) == kcat_lines
+    assert kt.metric("kadmit_tls_handshakes") >= 4
+    assert kt.metric("kadmit_tls_handshake_failures") == 0
+
+
+def test_plaintext_client_on_tls_port_is_refused(env):
+    c, kt = env["cluster"], env["tls"]
+    before = kt.metric("kadmit_tls_plaintext_refused")
+    t0 = time.monotonic()
+    with kafka_wire.Connection(HOST, c.tls_sidecar_port, timeout=5) as conn:
+        conn.send(kafka_wire.api_versions_request(1))
+        with pytest.raises(ConnectionError):
+            conn.recv()
+    assert time.monotonic() - t0 < 3, "the plaintext client was not closed promptly"
+    kt.wait_log("plaintext Kafka request on the TLS listener, closing")
+    p = kcat("-L", "-b", tls_bootstrap(c), "-m", "3", check=False, timeout=30)
+    assert p.returncode != 0
+    assert kt.metric("kadmit_tls_plaintext_refused") >= before + 2
+
+
+def test_certificate_rotation_keeps_open_connections(env, tmp_path):
+    c, kt, live = env["cluster"], env["tls"], env["live"]
+    subject, serial = tls_certs.served_certificate(HOST, c.tls_sidecar_port, c.ca.cert)
+    assert (subject, serial) == ("CN=kadmit", 100)
+    # A long-lived connection, opened before the rotation and used after it.
+    conn = tls_connection(c.tls_sidecar_port, c.ca.cert)
+    assert conn.call(kafka_wire.api_versions_request(1))[0] == 1
+    new = tls_certs.make_cert(tmp_path, "rotated", c.ca, serial=200, cn="kadmit-rotated")
+    staged_key, staged_cert = live / ".server.key.new", live / ".server.pem.new"
+    shutil.copy(new.key, staged_key)
+    shutil.copy(new.cert, staged_cert)
+    os.replace(staged_key, live / "server.key")
+    os.replace(staged_cert, live / "server.pem")
+    kt.wait_log("TLS files reloaded")
+    assert tls_certs.served_certificate(HOST, c.tls_sidecar_port, c.ca.cert) == \
+        ("CN=kadmit-rotated", 200)
+    for cid in range(2, 5):
+        assert conn.call(kafka_wire.api_versions_request(cid))[0] == cid
+    md = conn.call(kafka_wire.metadata_request(9))
+    assert md[0] == 9 and kafka_wire.parse_metadata_v4(md[1])["brokers"]
+    peer = ssl.DER_cert_to_PEM_cert(conn.sock.getpeercert(binary_form=True))
+    conn.close()
+    assert "BEGIN CERTIFICATE" in peer
+    assert kt.metric("kadmit_tls_reloads") >= 1
+    # New clients work with the new certificate end to end.
+    src = tmp_path / "after.txt"
+    src.write_text("after-rotation\n")
+    clients.kcat_produce_file(tls_bootstrap(c), "tls-rotated", src, *c.kcat_args()[1::2])
+
+
+# --- SASL --------------------------------------------------------------------------------
+
+def test_scram_and_plain_clients_authenticate_through_kadmit(env, tmp_path):
+    c = env["cluster"]
+    scram = c.java_props(tmp_path / "scram.properties", "SCRAM-SHA-512")
+    plain = c.java_props(tmp_path / "plain.properties", "PLAIN")
+    lines = [f"scram-{i:04d}" for i in range(100)]
+    console_produce(sasl_bootstrap(c), scram, "sasl-topic", lines)
+    assert console_consume(sasl_bootstrap(c), plain, "sasl-topic", 100) == lines
+
+    # librdkafka: PLAIN with kcat, SCRAM-SHA-256 with confluent-kafka.
+    src = tmp_path / "kcat.txt"
+    src.write_text("kcat-plain-1\nkcat-plain-2\n")
+    clients.kcat_produce_file(sasl_bootstrap(c), "sasl-topic", src, *c.kcat_args("PLAIN")[1::2])
+    from confluent_kafka import Consumer
+    cons = Consumer({"bootstrap.servers": sasl_bootstrap(c), "security.protocol": "sasl_ssl",
+                     "ssl.ca.location": str(c.ca.cert), "sasl.mechanisms": "SCRAM-SHA-256",
+                     "sasl.username": "alice", "sasl.password": "alice-secret",
+                     "group.id": "tls-sasl-it", "auto.offset.reset": "earliest"})
+    got: list[str] = []
+    try:
+        cons.subscribe(["sasl-topic"])
+        deadline = time.monotonic() + 60
+        while len(got) < 102 and time.monotonic() < deadline:
+            m = cons.poll(1.0)
+            if m is not None and m.error() is None:
+                got.append(m.value().decode())
+    finally:
+        cons.close()
+    assert got == lines + ["kcat-plain-1", "kcat-plain-2"]
+
+
+def test_wrong_password_fails_with_the_brokers_error(env, tmp_path):
+    c = env["cluster"]
+    t0 = time.monotonic()
+    p = kcat("-L", "-b", sasl_bootstrap(c), *c.kcat_args("PLAIN", password="wrong"),
+             check=False, timeout=30)
+    assert p.returncode != 0
+    assert "Authentication failed" in (p.stderr or b"").decode(errors="replace")
+    assert time.monotonic() - t0 < 20
+    bad = c.java_props(tmp_path / "bad.properties", "SCRAM-SHA-512", password="wrong")
+    p = clients.topics(sasl_bootstrap(c), "--command-config", str(bad), "--list",
+                       check=False, timeout=60)
+    out = (p.stdout + p.stderr).decode(errors="replace")
+    assert p.returncode != 0 and "Authentication failed" in out, out[-2000:]
+
+
+def test_sasl_handshake_v0_raw_tokens_pass_through_and_requests_are_judged(env):
+    c, ks = env["cluster"], env["sasl"]
+    before = ks.metric("kadmit_sasl_raw_tokens")
+    with tls_connection(c.sasl_sidecar_port, c.ca.cert) as conn:
+        cid, body = conn.call(kafka_wire.request(17, 0, 1, kafka_wire._str("PLAIN")))
+        assert cid == 1 and struct.unpack_from(">h", body)[0] == 0
+        token = b"\0alice\0alice-secret"
+        conn.send(struct.pack(">i", len(token)) + token)
+        conn._fill(4)
+        assert struct.unpack_from(">i", conn.buf)[0] == 0  # PLAIN: an empty server token
+        del conn.buf[:4]
+        # Authenticated: kadmit still decodes and judges the requests that follow.
+        cid, body = conn.call(create_topics_v4(2, "too-big-v0", 100))
+        code, message = create_topics_error(body)
+        assert cid == 2 and code == 88 and REJECT in (message or ""), (code, message)
+    assert ks.metric("kadmit_sasl_raw_tokens") == before + 1
+
+
+def test_admission_rejects_over_tls_and_sasl(env, tmp_path):
+    c, ks = env["cluster"], env["sasl"]
+    assert "metadata client connected" in ks.text()
+    line = next(x for x in ks.text().splitlines() if "metadata client connected" in x)
+    assert "tls=on" in line and "sasl=SCRAM-SHA-512" in line, line
+    scram = c.java_props(tmp_path / "scram.properties", "SCRAM-SHA-256")
+    p = clients.topics(sasl_bootstrap(c), "--command-config", str(scram), "--create", "--topic",
+                       "too-big", "--partitions", "60", "--replication-factor", "1",
+                       check=False)
+    out = (p.stdout + p.stderr).decode(errors="replace")
+    assert p.returncode != 0 and REJECT in out, out[-2000:]
+    clients.topics(sasl_bootstrap(c), "--command-config", str(scram), "--create", "--topic",
+                   "fits", "--partitions", "2", "--replication-factor", "1")
+    assert ks.metric("kadmit_tls_handshakes") >= 2
