@@ -15,10 +15,13 @@ Certificates come from tls_certs.py (one CA for the broker and kadmit).
 
 from __future__ import annotations
 
+import os
+import time
+import urllib.request
 from pathlib import Path
 
 import tls_certs
-from kafka_cluster import HOST, KafkaCluster
+from kafka_cluster import HOST, KafkaCluster, Proc, kadmit_bin, port_open, tail
 
 USERS = {"alice": "alice-secret", "kadmit": "kadmit-secret"}
 
@@ -104,3 +107,46 @@ class SecureKafkaCluster(KafkaCluster):
         pw = USERS.get(user, "") if password is None else password
         return args + ["-X", "security.protocol=sasl_ssl", "-X", f"sasl.mechanisms={sasl}",
                        "-X", f"sasl.username={user}", "-X", f"sasl.password={pw}"]
+
+
+class Kadmit:
+    """One kadmit process with its own arguments (a sidecar in front of one listener)."""
+
+    def __init__(self, directory: Path, name: str, listen: int, upstream: int, admin: int,
+                 args: list[str], env: dict | None = None):
+        self.listen, self.admin = listen, admin
+        self.log = directory / f"kadmit-{name}.log"
+        self.proc = Proc(f"kadmit {name}", directory / f"kadmit-{name}.pid", self.log,
+                         f"--listen\0{HOST}:{listen}")
+        e = dict(os.environ, **(env or {}))
+        e.setdefault("ASAN_OPTIONS", "abort_on_error=0:halt_on_error=1:detect_leaks=1")
+        e.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+        self.proc.spawn([str(kadmit_bin()), "--listen", f"{HOST}:{listen}", "--upstream",
+                         f"{HOST}:{upstream}", "--admin", f"{HOST}:{admin}", *args], env=e)
+        deadline = time.monotonic() + 15
+        while not port_open(listen):
+            assert self.proc.alive(), f"kadmit {name} exited:\n{tail(self.log)}"
+            assert time.monotonic() < deadline, f"kadmit {name} not listening:\n{tail(self.log)}"
+            time.sleep(0.05)
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_log(self, needle: str, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while needle not in self.text():
+            assert time.monotonic() < deadline, f"no '{needle}' in kadmit log:\n{tail(self.log)}"
+            time.sleep(0.1)
+
+    def metric(self, name: str) -> int:
+        with urllib.request.urlopen(f"http://{HOST}:{self.admin}/metrics", timeout=5) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith(name + " "):
+                    return int(float(line.split()[1]))
+        raise AssertionError(f"metric {name} not found")
+
+    def problems(self, alive: bool = True) -> list[str]:
+        out = [] if self.proc.alive() or not alive else [f"{self.proc.name} is not running"]
+        return out + [line for line in self.text().splitlines()
+                      if "AddressSanitizer" in line or "runtime error:" in line
+                      or "LeakSanitizer" in line]
