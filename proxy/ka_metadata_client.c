@@ -653,6 +653,14 @@ static void send_versions(ka_mdc_t *c)
         fail(c, "versions", "cannot send");
 }
 
+/* The engine's error outlives the engine, which fail() frees. */
+static void tls_fail(ka_mdc_t *c)
+{
+    char why[256];
+    snprintf(why, sizeof(why), "%s", ka_transport_error(c->tls));
+    fail(c, c->st == ST_TLS ? "tls handshake" : "tls", why);
+}
+
 /* Decrypts what was read into the frame buffer; 0, or the connection failed. */
 static int tls_input(ka_mdc_t *c, size_t nread)
 {
@@ -667,7 +675,7 @@ static int tls_input(ka_mdc_t *c, size_t nread)
         }
         long n = ka_transport_read(c->tls, c->rbuf + c->rlen, c->rcap - c->rlen);
         if (n < 0 || send_records(c) < 0) {
-            fail(c, c->st == ST_TLS ? "tls handshake" : "tls", ka_transport_error(c->tls));
+            tls_fail(c);
             return -1;
         }
         if (c->st == ST_TLS && ka_transport_established(c->tls)) {
@@ -746,7 +754,7 @@ static void connect_cb(uv_connect_t *req, int status)
     /* Nothing read yet: this only produces the ClientHello. */
     uint8_t none[1];
     if (ka_transport_read(c->tls, none, 0) < 0 || send_records(c) < 0)
-        fail(c, "tls handshake", ka_transport_error(c->tls));
+        tls_fail(c);
 }
 
 void ka_mdc_set_security(ka_mdc_t *c, const ka_mdc_security_t *sec)

@@ -5,6 +5,8 @@ Two kadmit instances, both terminating TLS toward clients and originating TLS to
   tls   127.0.0.1:9591+b -> broker SSL listener; served certificate CN=kadmit (rotated below)
   sasl  127.0.0.1:9091+b -> broker SASL_SSL listener; with a policy (max.broker.partitions)
         and its metadata connection authenticating with SCRAM-SHA-512 over TLS
+  mtls  127.0.0.1:9691+b -> broker SSL listener; client certificates required (bootstrap only:
+        the broker advertises the tls instance)
 
 kcat here links librdkafka 2.0.2, whose SCRAM fails against Kafka 4.1 even without kadmit,
 so SCRAM through librdkafka uses confluent-kafka (a newer librdkafka); kcat uses PLAIN.
@@ -14,12 +16,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import ssl
 import struct
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -27,52 +27,11 @@ import pytest
 import clients
 import kafka_wire
 import tls_certs
-from kafka_cluster import HOST, Proc, ensure_kafka, kadmit_bin, port_base, port_open, tail, tool
-from secure_cluster import SecureKafkaCluster
+from kafka_cluster import HOST, ensure_kafka, kadmit_bin, port_base, tool
+from secure_cluster import Kadmit, SecureKafkaCluster
 
 OFFSET = 130
 REJECT = "Cannot satisfy request without exceeding the max.broker.partitions limit"
-
-
-class Kadmit:
-    def __init__(self, directory: Path, name: str, listen: int, upstream: int, admin: int,
-                 args: list[str], env: dict | None = None):
-        self.listen, self.admin = listen, admin
-        self.log = directory / f"kadmit-{name}.log"
-        self.proc = Proc(f"kadmit {name}", directory / f"kadmit-{name}.pid", self.log,
-                         f"--listen\0{HOST}:{listen}")
-        e = dict(os.environ, **(env or {}))
-        e.setdefault("ASAN_OPTIONS", "abort_on_error=0:halt_on_error=1:detect_leaks=1")
-        e.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
-        self.proc.spawn([str(kadmit_bin()), "--listen", f"{HOST}:{listen}", "--upstream",
-                         f"{HOST}:{upstream}", "--admin", f"{HOST}:{admin}", *args], env=e)
-        deadline = time.monotonic() + 15
-        while not port_open(listen):
-            assert self.proc.alive(), f"kadmit {name} exited:\n{tail(self.log)}"
-            assert time.monotonic() < deadline, f"kadmit {name} not listening:\n{tail(self.log)}"
-            time.sleep(0.05)
-
-    def text(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def wait_log(self, needle: str, timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while needle not in self.text():
-            assert time.monotonic() < deadline, f"no '{needle}' in kadmit log:\n{tail(self.log)}"
-            time.sleep(0.1)
-
-    def metric(self, name: str) -> int:
-        with urllib.request.urlopen(f"http://{HOST}:{self.admin}/metrics", timeout=5) as r:
-            for line in r.read().decode().splitlines():
-                if line.startswith(name + " "):
-                    return int(float(line.split()[1]))
-        raise AssertionError(f"metric {name} not found")
-
-    def problems(self) -> list[str]:
-        out = [] if self.proc.alive() else [f"{self.proc.name} is not running"]
-        return out + [line for line in self.text().splitlines()
-                      if "AddressSanitizer" in line or "runtime error:" in line
-                      or "LeakSanitizer" in line]
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +43,7 @@ def env():
     d = Path(tempfile.mkdtemp(prefix="kadmit-tls-"))
     certs = d / "certs"
     c = SecureKafkaCluster(d / "cluster", port_base() + OFFSET, certs)
-    kt = ks = None
+    kt = ks = km = None
     ok = False
     try:
         c.start()
@@ -106,12 +65,19 @@ def env():
                                 "--metadata-sasl-mechanism", "SCRAM-SHA-512",
                                 "--metadata-sasl-username", "kadmit",
                                 "--metadata-sasl-password-file", str(pw)])
-        yield {"cluster": c, "tls": kt, "sasl": ks, "dir": d, "live": live}
-        probs = kt.problems() + ks.problems()
+        km = Kadmit(d, "mtls", 9691 + b, c.tls_port, 15691 + b,
+                    tls_args + ["--tls-client-ca", str(c.ca.cert), "--tls-client-auth",
+                                "required"])
+        yield {"cluster": c, "tls": kt, "sasl": ks, "mtls": km, "dir": d, "live": live}
+        ks_all = [kt, ks, km]
+        probs = [p for k in ks_all for p in k.problems()]
+        for k in ks_all:
+            k.proc.stop()  # sanitizer leak reports are written at exit
+        probs += [p for k in ks_all for p in k.problems(alive=False)]
         assert not probs, "\n".join(probs)
         ok = True
     finally:
-        for k in (kt, ks):
+        for k in (kt, ks, km):
             if k is not None:
                 k.proc.stop()
         c.stop()
@@ -232,6 +198,21 @@ def test_certificate_rotation_keeps_open_connections(env, tmp_path):
     src = tmp_path / "after.txt"
     src.write_text("after-rotation\n")
     clients.kcat_produce_file(tls_bootstrap(c), "tls-rotated", src, *c.kcat_args()[1::2])
+
+
+def test_mtls_requires_a_client_certificate(env, tmp_path):
+    c, km = env["cluster"], env["mtls"]
+    client = tls_certs.make_cert(tmp_path, "client", c.ca, serial=300, cn="client",
+                                 client=True)
+    bootstrap = f"{HOST}:{km.listen}"
+    p = kcat("-L", "-b", bootstrap, *c.kcat_args(), "-X", f"ssl.certificate.location={client.cert}",
+             "-X", f"ssl.key.location={client.key}")
+    assert "1 brokers:" in clients.text(p)
+    before = km.metric("kadmit_tls_handshake_failures")
+    p = kcat("-L", "-b", bootstrap, *c.kcat_args(), "-m", "3", check=False, timeout=30)
+    assert p.returncode != 0
+    km.wait_log("TLS handshake with client failed")
+    assert km.metric("kadmit_tls_handshake_failures") > before
 
 
 # --- SASL --------------------------------------------------------------------------------
