@@ -267,7 +267,7 @@ static const option_t options[] = {
     {"tls-client-ca", "KADMIT_TLS_CLIENT_CA", set_tls_client_ca, "FILE",
      "CA that signs client certificates (mTLS)"},
     {"tls-client-auth", "KADMIT_TLS_CLIENT_AUTH", set_tls_client_auth, "MODE",
-     "none, optional or required (default none)"},
+     "none, optional or required (default: required with --tls-client-ca, else none)"},
     {"upstream-tls", "KADMIT_UPSTREAM_TLS", set_upstream_tls, "BOOL",
      "speak TLS to the broker (default false)"},
     {"upstream-ca", "KADMIT_UPSTREAM_CA", set_upstream_ca, "FILE",
@@ -308,11 +308,15 @@ void ka_config_defaults(ka_config_t *cfg)
     snprintf(cfg->admin.host, sizeof(cfg->admin.host), "127.0.0.1");
     cfg->admin.port = 9644;
     cfg->upstream_verify = 1;
+    cfg->tls_client_auth = -1; /* decided by check_combinations */
 }
 
 /* Settings that only make sense together. */
-static int check_combinations(const ka_config_t *c, char *err, size_t errlen)
+static int check_combinations(ka_config_t *c, char *err, size_t errlen)
 {
+    /* A client CA alone means mTLS (ARCHITECTURE.md): required unless told otherwise. */
+    if (c->tls_client_auth < 0)
+        c->tls_client_auth = c->tls_client_ca[0] != '\0' ? 2 : 0;
     if ((c->tls_cert[0] != '\0') != (c->tls_key[0] != '\0')) {
         snprintf(err, errlen, "--tls-cert and --tls-key go together");
         return KA_EINVALID;

@@ -5,7 +5,8 @@ nothing is asserted).
 Starts its own 1-broker cluster (secure_cluster.py, at KADMIT_TEST_PORT_BASE + 160) and one
 kadmit terminating TLS toward the client and originating TLS to the broker's SSL listener.
 Runs kafka-producer-perf-test (1 KiB records, acks=all, security.protocol=SSL) alternately
-direct (the broker's DIRECTTLS listener) and through kadmit, ROUNDS times each, on a fresh
+direct (the broker's DIRECTTLS listener) and through kadmit (which goes first alternates by
+round), ROUNDS times each, on a fresh
 1-partition topic per run, and prints each run, the medians and the ratio kadmit/direct.
 The first WARMUP records of a run are left out, from the perf tool's 5-second windows, as
 in measure_produce_ratio.sh.
@@ -80,7 +81,10 @@ def main() -> int:
         through = f"{HOST}:{c.tls_sidecar_port}"
         rates: dict[str, list[float]] = {"direct": [], "kadmit": []}
         for r in range(rounds):
-            for mode, bootstrap in (("direct", direct), ("kadmit", through)):
+            order = [("direct", direct), ("kadmit", through)]
+            if r % 2:  # alternate who goes first, so order effects fall on both sides
+                order.reverse()
+            for mode, bootstrap in order:
                 rate = run(bootstrap, props, f"tls-ratio-{mode}-{r}", records, warmup, direct)
                 rates[mode].append(rate)
                 print(f"round {r + 1} {mode:6s} {rate:10.0f} records/s "
@@ -89,6 +93,13 @@ def main() -> int:
         print(f"median direct TLS  {md:.0f} records/s")
         print(f"median kadmit TLS  {mk:.0f} records/s")
         print(f"ratio kadmit/direct {mk / md:.3f} ({records} x 1 KiB, acks=all, {rounds} rounds)")
+        # CPU is less noisy than throughput on a shared machine: kadmit's own cost per MB.
+        ticks = os.sysconf("SC_CLK_TCK")
+        fields = Path(f"/proc/{k.proc.pid()}/stat").read_text().rsplit(")", 1)[1].split()
+        cpu_s = (int(fields[11]) + int(fields[12])) / ticks
+        mb = rounds * records * 1024 / 1e6
+        print(f"kadmit CPU {cpu_s:.1f} s for {mb:.0f} MB produced through it "
+              f"({cpu_s * 1000 / mb:.2f} ms/MB, TLS decrypt + re-encrypt included)")
         problems = k.problems()
         if problems:
             print("\n".join(problems))

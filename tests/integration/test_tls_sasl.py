@@ -66,8 +66,7 @@ def env():
                                 "--metadata-sasl-username", "kadmit",
                                 "--metadata-sasl-password-file", str(pw)])
         km = Kadmit(d, "mtls", 9691 + b, c.tls_port, 15691 + b,
-                    tls_args + ["--tls-client-ca", str(c.ca.cert), "--tls-client-auth",
-                                "required"])
+                    tls_args + ["--tls-client-ca", str(c.ca.cert)])  # alone: required
         yield {"cluster": c, "tls": kt, "sasl": ks, "mtls": km, "dir": d, "live": live}
         ks_all = [kt, ks, km]
         probs = [p for k in ks_all for p in k.problems()]
@@ -294,3 +293,43 @@ def test_admission_rejects_over_tls_and_sasl(env, tmp_path):
     clients.topics(sasl_bootstrap(c), "--command-config", str(scram), "--create", "--topic",
                    "fits", "--partitions", "2", "--replication-factor", "1")
     assert ks.metric("kadmit_tls_handshakes") >= 2
+
+
+def test_metadata_connection_with_a_wrong_password_reports_the_brokers_error(env):
+    c = env["cluster"]
+    b = c.port_base
+    policy = env["dir"] / "policy.json"
+    k = Kadmit(env["dir"], "badpw", 9791 + b, c.sasl_port, 15791 + b,
+               ["--upstream-tls", "true", "--upstream-ca", str(c.ca.cert), "--policy",
+                str(policy), "--metadata-sasl-mechanism", "SCRAM-SHA-256",
+                "--metadata-sasl-username", "kadmit"],
+               env={"KADMIT_METADATA_SASL_PASSWORD": "not-the-password"})
+    try:
+        k.wait_log("authentication as kadmit failed")
+        line = next(x for x in k.text().splitlines() if "authentication as kadmit failed" in x)
+        assert "step=SaslAuthenticate" in line and "retry_in_ms" in line, line
+        assert "metadata client connected" not in k.text()
+    finally:
+        k.proc.stop()
+    assert not k.problems(alive=False)
+
+
+def test_broker_certificate_is_checked_against_the_server_name(env):
+    c = env["cluster"]
+    b = c.port_base
+    live = env["live"]
+    k = Kadmit(env["dir"], "badname", 9891 + b, c.tls_port, 15891 + b,
+               ["--tls-cert", str(live / "server.pem"), "--tls-key", str(live / "server.key"),
+                "--upstream-tls", "true", "--upstream-ca", str(c.ca.cert),
+                "--upstream-server-name", "not-the-broker.example"])
+    try:
+        p = kcat("-L", "-b", f"{HOST}:{k.listen}", *c.kcat_args(), "-m", "3", check=False,
+                 timeout=30)
+        assert p.returncode != 0
+        k.wait_log("TLS handshake with upstream failed")
+        line = next(x for x in k.text().splitlines() if "TLS handshake with upstream failed" in x)
+        assert "hostname mismatch" in line, line
+        assert k.metric("kadmit_tls_handshake_failures") >= 1
+    finally:
+        k.proc.stop()
+    assert not k.problems(alive=False)

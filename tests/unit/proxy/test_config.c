@@ -301,6 +301,13 @@ static void test_tls_and_sasl_flags(void **state)
     assert_int_equal(cfg.upstream_verify, 0);
     assert_string_equal(cfg.metadata_sasl_mechanism, "SCRAM-SHA-512");
 
+    const char *mtls[] = {"kadmit", "--upstream",      "b:1",   "--tls-cert", "s.pem", "--tls-key",
+                          "s.key",  "--tls-client-ca", "ca.pem"};
+    assert_int_equal(parse(&cfg, (int)(sizeof(mtls) / sizeof(mtls[0])), mtls), KA_CONFIG_RUN);
+    assert_int_equal(cfg.tls_client_auth, 2); /* a client CA alone means mTLS */
+    const char *plain[] = {"kadmit", "--upstream", "b:1"};
+    assert_int_equal(parse(&cfg, 3, plain), KA_CONFIG_RUN);
+    assert_int_equal(cfg.tls_client_auth, 0);
     const char *nokey[] = {"kadmit", "--upstream", "b:1", "--tls-cert", "s.pem"};
     assert_true(parse(&cfg, 5, nokey) < 0);
     assert_non_null(strstr(err, "--tls-cert and --tls-key go together"));
