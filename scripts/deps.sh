@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
     build-essential cmake ninja-build pkg-config clang clang-format libclang-rt-14-dev
     libuv1-dev libjansson-dev libcmocka-dev libssl-dev node-llhttp
-    kcat haproxy gnuplot-nox yamllint
+    kcat haproxy gnuplot-nox yamllint openssl
 )
 python3 -c 'import pytest' 2>/dev/null || packages+=(python3-pytest)
 command -v java >/dev/null || packages+=(openjdk-17-jre-headless)

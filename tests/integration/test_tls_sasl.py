@@ -7,6 +7,7 @@ Two kadmit instances, both terminating TLS toward clients and originating TLS to
         and its metadata connection authenticating with SCRAM-SHA-512 over TLS
   mtls  127.0.0.1:9691+b -> broker SSL listener; client certificates required (bootstrap only:
         the broker advertises the tls instance)
+  and short-lived instances at 9791+b, 9891+b, 9991+b. Each has its admin API at 6000 above.
 
 kcat here links librdkafka 2.0.2, whose SCRAM fails against Kafka 4.1 even without kadmit,
 so SCRAM through librdkafka uses confluent-kafka (a newer librdkafka); kcat uses PLAIN.
@@ -330,6 +331,23 @@ def test_broker_certificate_is_checked_against_the_server_name(env):
         line = next(x for x in k.text().splitlines() if "TLS handshake with upstream failed" in x)
         assert "hostname mismatch" in line, line
         assert k.metric("kadmit_tls_handshake_failures") >= 1
+    finally:
+        k.proc.stop()
+    assert not k.problems(alive=False)
+
+
+def test_metadata_connection_authenticates_with_plain(env):
+    c = env["cluster"]
+    b = c.port_base
+    k = Kadmit(env["dir"], "plainmd", 9991 + b, c.sasl_port, 15991 + b,
+               ["--upstream-tls", "true", "--upstream-ca", str(c.ca.cert), "--policy",
+                str(env["dir"] / "policy.json"), "--metadata-sasl-mechanism", "PLAIN",
+                "--metadata-sasl-username", "kadmit"],
+               env={"KADMIT_METADATA_SASL_PASSWORD": "kadmit-secret"})
+    try:
+        k.wait_log("cluster view refreshed")
+        line = next(x for x in k.text().splitlines() if "metadata client connected" in x)
+        assert "tls=on" in line and "sasl=PLAIN" in line, line
     finally:
         k.proc.stop()
     assert not k.problems(alive=False)
