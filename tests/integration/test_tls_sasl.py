@@ -296,20 +296,39 @@ def test_admission_rejects_over_tls_and_sasl(env, tmp_path):
     assert ks.metric("kadmit_tls_handshakes") >= 2
 
 
-def test_metadata_connection_with_a_wrong_password_reports_the_brokers_error(env):
+def metadata_only_kadmit(env, name: str, port: int, mechanism: str, password: str) -> Kadmit:
+    """A kadmit in front of the SASL_SSL listener whose metadata connection logs in as kadmit."""
     c = env["cluster"]
     b = c.port_base
-    policy = env["dir"] / "policy.json"
-    k = Kadmit(env["dir"], "badpw", 9791 + b, c.sasl_port, 15791 + b,
-               ["--upstream-tls", "true", "--upstream-ca", str(c.ca.cert), "--policy",
-                str(policy), "--metadata-sasl-mechanism", "SCRAM-SHA-256",
-                "--metadata-sasl-username", "kadmit"],
-               env={"KADMIT_METADATA_SASL_PASSWORD": "not-the-password"})
+    return Kadmit(env["dir"], name, port + b, c.sasl_port, port + 6000 + b,
+                  ["--upstream-tls", "true", "--upstream-ca", str(c.ca.cert), "--policy",
+                   str(env["dir"] / "policy.json"), "--metadata-sasl-mechanism", mechanism,
+                   "--metadata-sasl-username", "kadmit"],
+                  env={"KADMIT_METADATA_SASL_PASSWORD": password})
+
+
+def metadata_line(k: Kadmit, needle: str) -> str:
+    k.wait_log(needle)
+    return next(x for x in k.text().splitlines() if needle in x)
+
+
+def test_metadata_connection_with_a_wrong_password_reports_the_brokers_error(env):
+    k = metadata_only_kadmit(env, "badpw", 9791, "SCRAM-SHA-256", "not-the-password")
     try:
-        k.wait_log("authentication as kadmit failed")
-        line = next(x for x in k.text().splitlines() if "authentication as kadmit failed" in x)
+        line = metadata_line(k, "authentication as kadmit failed")
         assert "step=SaslAuthenticate" in line and "retry_in_ms" in line, line
         assert "metadata client connected" not in k.text()
+    finally:
+        k.proc.stop()
+    assert not k.problems(alive=False)
+
+
+def test_metadata_connection_authenticates_with_plain(env):
+    k = metadata_only_kadmit(env, "plainmd", 9991, "PLAIN", "kadmit-secret")
+    try:
+        k.wait_log("cluster view refreshed")
+        line = metadata_line(k, "metadata client connected")
+        assert "tls=on" in line and "sasl=PLAIN" in line, line
     finally:
         k.proc.stop()
     assert not k.problems(alive=False)
@@ -331,23 +350,6 @@ def test_broker_certificate_is_checked_against_the_server_name(env):
         line = next(x for x in k.text().splitlines() if "TLS handshake with upstream failed" in x)
         assert "hostname mismatch" in line, line
         assert k.metric("kadmit_tls_handshake_failures") >= 1
-    finally:
-        k.proc.stop()
-    assert not k.problems(alive=False)
-
-
-def test_metadata_connection_authenticates_with_plain(env):
-    c = env["cluster"]
-    b = c.port_base
-    k = Kadmit(env["dir"], "plainmd", 9991 + b, c.sasl_port, 15991 + b,
-               ["--upstream-tls", "true", "--upstream-ca", str(c.ca.cert), "--policy",
-                str(env["dir"] / "policy.json"), "--metadata-sasl-mechanism", "PLAIN",
-                "--metadata-sasl-username", "kadmit"],
-               env={"KADMIT_METADATA_SASL_PASSWORD": "kadmit-secret"})
-    try:
-        k.wait_log("cluster view refreshed")
-        line = next(x for x in k.text().splitlines() if "metadata client connected" in x)
-        assert "tls=on" in line and "sasl=PLAIN" in line, line
     finally:
         k.proc.stop()
     assert not k.problems(alive=False)
