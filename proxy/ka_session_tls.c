@@ -196,8 +196,8 @@ void ka_leg_tls_pump(ka_leg_t *leg)
             break;
         }
         long n = ka_transport_read(leg->tls, pb->data, pb->cap);
-        send_records(leg);
-        if (n < 0) {
+        send_records(leg); /* may close the session, which frees leg->tls */
+        if (n < 0 || s->state == KA_SESSION_CLOSING) {
             ka_pbuf_unref(pool, pb);
             if (s->state != KA_SESSION_CLOSING)
                 tls_failed(leg);
