@@ -144,35 +144,6 @@ static int set_path(char *field, size_t cap, const char *v, char *e, size_t n)
     return 0;
 }
 
-static int set_policy(ka_config_t *c, const char *v, char *e, size_t n)
-{
-    return set_path(c->policy_path, sizeof(c->policy_path), v, e, n);
-}
-
-static int set_check_policy(ka_config_t *c, const char *v, char *e, size_t n)
-{
-    return set_path(c->check_policy, sizeof(c->check_policy), v, e, n);
-}
-
-static int set_admin(ka_config_t *c, const char *v, char *e, size_t n)
-{
-    if (strcmp(v, "off") == 0) {
-        c->admin_off = 1;
-        return 0;
-    }
-    int rc = ka_config_parse_hostport(v, &c->admin, e, n);
-    if (rc < 0)
-        snprintf(e + strlen(e), n - strlen(e), ", or off");
-    else
-        c->admin_off = 0;
-    return rc;
-}
-
-static int set_admin_token_file(ka_config_t *c, const char *v, char *e, size_t n)
-{
-    return set_path(c->admin_token_file, sizeof(c->admin_token_file), v, e, n);
-}
-
 #define PATH_SETTER(name, field)                                                                   \
     static int name(ka_config_t *c, const char *v, char *e, size_t n)                              \
     {                                                                                              \
@@ -234,6 +205,35 @@ static int set_sasl_mechanism(ka_config_t *c, const char *v, char *e, size_t n)
     }
     snprintf(c->metadata_sasl_mechanism, sizeof(c->metadata_sasl_mechanism), "%s", v);
     return 0;
+}
+
+static int set_policy(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_path(c->policy_path, sizeof(c->policy_path), v, e, n);
+}
+
+static int set_check_policy(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_path(c->check_policy, sizeof(c->check_policy), v, e, n);
+}
+
+static int set_admin(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    if (strcmp(v, "off") == 0) {
+        c->admin_off = 1;
+        return 0;
+    }
+    int rc = ka_config_parse_hostport(v, &c->admin, e, n);
+    if (rc < 0)
+        snprintf(e + strlen(e), n - strlen(e), ", or off");
+    else
+        c->admin_off = 0;
+    return rc;
+}
+
+static int set_admin_token_file(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_path(c->admin_token_file, sizeof(c->admin_token_file), v, e, n);
 }
 
 static const option_t options[] = {
