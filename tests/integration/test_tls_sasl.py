@@ -106,7 +106,9 @@ def console_consume(bootstrap: str, props: Path, topic: str, count: int) -> list
     p = clients.run([tool("kafka-console-consumer"), "--bootstrap-server", bootstrap,
                      "--consumer.config", str(props), "--topic", topic, "--from-beginning",
                      "--max-messages", str(count), "--timeout-ms", "30000"], timeout=90)
-    return clients.text(p).splitlines()
+    # Kafka 4.2+ warns on stdout that --consumer.config is deprecated; 4.1 has no replacement.
+    return [line for line in clients.text(p).splitlines()
+            if not (line.startswith("Option --") and "deprecated" in line)]
 
 
 def kcat(*args: str, timeout: float = 60.0, input_: bytes | None = None, check: bool = True):
