@@ -144,6 +144,69 @@ static int set_path(char *field, size_t cap, const char *v, char *e, size_t n)
     return 0;
 }
 
+#define PATH_SETTER(name, field)                                                                   \
+    static int name(ka_config_t *c, const char *v, char *e, size_t n)                              \
+    {                                                                                              \
+        return set_path(c->field, sizeof(c->field), v, e, n);                                      \
+    }
+PATH_SETTER(set_tls_cert, tls_cert)
+PATH_SETTER(set_tls_key, tls_key)
+PATH_SETTER(set_tls_client_ca, tls_client_ca)
+PATH_SETTER(set_upstream_ca, upstream_ca)
+PATH_SETTER(set_upstream_cert, upstream_cert)
+PATH_SETTER(set_upstream_key, upstream_key)
+PATH_SETTER(set_upstream_server_name, upstream_server_name)
+PATH_SETTER(set_sasl_username, metadata_sasl_username)
+PATH_SETTER(set_sasl_password_file, metadata_sasl_password_file)
+
+static int set_bool(int *field, const char *v, char *e, size_t n)
+{
+    if (strcmp(v, "true") == 0 || strcmp(v, "on") == 0 || strcmp(v, "1") == 0) {
+        *field = 1;
+        return 0;
+    }
+    if (strcmp(v, "false") == 0 || strcmp(v, "off") == 0 || strcmp(v, "0") == 0) {
+        *field = 0;
+        return 0;
+    }
+    snprintf(e, n, "expected true or false");
+    return KA_EINVALID;
+}
+
+static int set_upstream_tls(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_bool(&c->upstream_tls, v, e, n);
+}
+
+static int set_upstream_verify(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_bool(&c->upstream_verify, v, e, n);
+}
+
+static int set_tls_client_auth(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    static const char *modes[] = {"none", "optional", "required"};
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(v, modes[i]) == 0) {
+            c->tls_client_auth = i;
+            return 0;
+        }
+    }
+    snprintf(e, n, "expected none, optional or required");
+    return KA_EINVALID;
+}
+
+static int set_sasl_mechanism(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    if (strcmp(v, "PLAIN") != 0 && strcmp(v, "SCRAM-SHA-256") != 0 &&
+        strcmp(v, "SCRAM-SHA-512") != 0) {
+        snprintf(e, n, "expected PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512");
+        return KA_EINVALID;
+    }
+    snprintf(c->metadata_sasl_mechanism, sizeof(c->metadata_sasl_mechanism), "%s", v);
+    return 0;
+}
+
 static int set_policy(ka_config_t *c, const char *v, char *e, size_t n)
 {
     return set_path(c->policy_path, sizeof(c->policy_path), v, e, n);
@@ -217,6 +280,31 @@ static const option_t options[] = {
      "admin HTTP API, or off (default 127.0.0.1:9644)"},
     {"admin-token-file", "KADMIT_ADMIN_TOKEN_FILE", set_admin_token_file, "FILE",
      "bearer token for admin changes (or env KADMIT_ADMIN_TOKEN)"},
+    {"tls-cert", "KADMIT_TLS_CERT", set_tls_cert, "FILE",
+     "PEM certificate chain served to clients; turns on TLS toward clients"},
+    {"tls-key", "KADMIT_TLS_KEY", set_tls_key, "FILE", "PEM private key of --tls-cert"},
+    {"tls-client-ca", "KADMIT_TLS_CLIENT_CA", set_tls_client_ca, "FILE",
+     "CA that signs client certificates (mTLS)"},
+    {"tls-client-auth", "KADMIT_TLS_CLIENT_AUTH", set_tls_client_auth, "MODE",
+     "none, optional or required (default: required with --tls-client-ca, else none)"},
+    {"upstream-tls", "KADMIT_UPSTREAM_TLS", set_upstream_tls, "BOOL",
+     "speak TLS to the broker (default false)"},
+    {"upstream-ca", "KADMIT_UPSTREAM_CA", set_upstream_ca, "FILE",
+     "CA that signs the broker's certificate (default: system roots)"},
+    {"upstream-cert", "KADMIT_UPSTREAM_CERT", set_upstream_cert, "FILE",
+     "client certificate kadmit presents to the broker"},
+    {"upstream-key", "KADMIT_UPSTREAM_KEY", set_upstream_key, "FILE",
+     "private key of --upstream-cert"},
+    {"upstream-server-name", "KADMIT_UPSTREAM_SERVER_NAME", set_upstream_server_name, "NAME",
+     "SNI and verified name (default: the --upstream host)"},
+    {"upstream-verify", "KADMIT_UPSTREAM_VERIFY", set_upstream_verify, "BOOL",
+     "verify the broker's certificate and name (default true)"},
+    {"metadata-sasl-mechanism", "KADMIT_METADATA_SASL_MECHANISM", set_sasl_mechanism, "MECH",
+     "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 for kadmit's own connection"},
+    {"metadata-sasl-username", "KADMIT_METADATA_SASL_USERNAME", set_sasl_username, "USER",
+     "SASL user of the metadata connection"},
+    {"metadata-sasl-password-file", "KADMIT_METADATA_SASL_PASSWORD_FILE", set_sasl_password_file,
+     "FILE", "its password (or env KADMIT_METADATA_SASL_PASSWORD)"},
     {"check-policy", NULL, set_check_policy, "FILE", "validate a policy file and exit"},
     {"help", NULL, NULL, NULL, "print this help and exit"},
     {"version", NULL, NULL, NULL, "print the version and exit"},
@@ -238,6 +326,33 @@ void ka_config_defaults(ka_config_t *cfg)
     cfg->drain_timeout_s = 25;
     snprintf(cfg->admin.host, sizeof(cfg->admin.host), "127.0.0.1");
     cfg->admin.port = 9644;
+    cfg->upstream_verify = 1;
+    cfg->tls_client_auth = -1; /* decided by check_combinations */
+}
+
+/* Settings that only make sense together. */
+static int check_combinations(ka_config_t *c, char *err, size_t errlen)
+{
+    /* A client CA alone means mTLS (ARCHITECTURE.md): required unless told otherwise. */
+    if (c->tls_client_auth < 0)
+        c->tls_client_auth = c->tls_client_ca[0] != '\0' ? 2 : 0;
+    if ((c->tls_cert[0] != '\0') != (c->tls_key[0] != '\0')) {
+        snprintf(err, errlen, "--tls-cert and --tls-key go together");
+        return KA_EINVALID;
+    }
+    if (c->tls_client_auth != 0 && (c->tls_cert[0] == '\0' || c->tls_client_ca[0] == '\0')) {
+        snprintf(err, errlen, "--tls-client-auth needs --tls-cert, --tls-key and --tls-client-ca");
+        return KA_EINVALID;
+    }
+    if ((c->upstream_cert[0] != '\0') != (c->upstream_key[0] != '\0')) {
+        snprintf(err, errlen, "--upstream-cert and --upstream-key go together");
+        return KA_EINVALID;
+    }
+    if (c->metadata_sasl_mechanism[0] != '\0' && c->metadata_sasl_username[0] == '\0') {
+        snprintf(err, errlen, "--metadata-sasl-mechanism needs --metadata-sasl-username");
+        return KA_EINVALID;
+    }
+    return 0;
 }
 
 int ka_config_parse_size(const char *s, uint64_t *out, char *e, size_t n)
@@ -381,43 +496,43 @@ int ka_config_parse(ka_config_t *cfg, int argc, char **argv, char *err, size_t e
         snprintf(err, errlen, "--upstream HOST:PORT is required (or KADMIT_UPSTREAM)");
         return KA_EINVALID;
     }
+    if ((rc = check_combinations(cfg, err, errlen)) < 0)
+        return rc;
     return KA_CONFIG_RUN;
 }
 
-int ka_config_load_admin_token(const ka_config_t *cfg, char *out, size_t cap, char *err,
-                               size_t errlen)
+/* The first line of `file` (flag names it in errors), else the variable `env`. */
+static int load_secret(const char *file, const char *flag, const char *env_name, char *out,
+                       size_t cap, char *err, size_t errlen)
 {
     out[0] = '\0';
-    if (cfg->admin_token_file[0] == '\0') {
-        const char *env = getenv("KADMIT_ADMIN_TOKEN");
+    if (file[0] == '\0') {
+        const char *env = getenv(env_name);
         if (env == NULL)
             return 0;
         size_t len = strlen(env);
         while (len > 0 && isspace((unsigned char)env[len - 1]))
             len--;
         if (len >= cap) {
-            snprintf(err, errlen, "KADMIT_ADMIN_TOKEN: the token is longer than %zu bytes",
-                     cap - 1);
+            snprintf(err, errlen, "%s: the value is longer than %zu bytes", env_name, cap - 1);
             return KA_ELIMIT;
         }
         memcpy(out, env, len);
         out[len] = '\0';
         return 0;
     }
-    FILE *f = fopen(cfg->admin_token_file, "r");
+    FILE *f = fopen(file, "r");
     if (f == NULL) {
-        snprintf(err, errlen, "--admin-token-file %s: %s", cfg->admin_token_file, strerror(errno));
+        snprintf(err, errlen, "%s %s: %s", flag, file, strerror(errno));
         return KA_EINVALID;
     }
     char line[4096];
     int rc = 0;
     if (fgets(line, sizeof(line), f) == NULL) {
         if (ferror(f))
-            snprintf(err, errlen, "--admin-token-file %s: %s", cfg->admin_token_file,
-                     strerror(errno));
+            snprintf(err, errlen, "%s %s: %s", flag, file, strerror(errno));
         else
-            snprintf(err, errlen, "--admin-token-file %s: the file is empty",
-                     cfg->admin_token_file);
+            snprintf(err, errlen, "%s %s: the file is empty", flag, file);
         rc = KA_EINVALID;
     }
     fclose(f);
@@ -427,18 +542,39 @@ int ka_config_load_admin_token(const ka_config_t *cfg, char *out, size_t cap, ch
     while (len > 0 && isspace((unsigned char)line[len - 1]))
         len--;
     if (len == 0) {
-        snprintf(err, errlen, "--admin-token-file %s: the first line holds no token",
-                 cfg->admin_token_file);
+        snprintf(err, errlen, "%s %s: the first line is empty", flag, file);
         return KA_EINVALID;
     }
     if (len >= cap) {
-        snprintf(err, errlen, "--admin-token-file %s: the token is longer than %zu bytes",
-                 cfg->admin_token_file, cap - 1);
+        snprintf(err, errlen, "%s %s: the first line is longer than %zu bytes", flag, file,
+                 cap - 1);
         return KA_ELIMIT;
     }
     memcpy(out, line, len);
     out[len] = '\0';
     return 0;
+}
+
+int ka_config_load_admin_token(const ka_config_t *cfg, char *out, size_t cap, char *err,
+                               size_t errlen)
+{
+    return load_secret(cfg->admin_token_file, "--admin-token-file", "KADMIT_ADMIN_TOKEN", out, cap,
+                       err, errlen);
+}
+
+int ka_config_load_sasl_password(const ka_config_t *cfg, char *out, size_t cap, char *err,
+                                 size_t errlen)
+{
+    int rc = load_secret(cfg->metadata_sasl_password_file, "--metadata-sasl-password-file",
+                         "KADMIT_METADATA_SASL_PASSWORD", out, cap, err, errlen);
+    if (rc == 0 && out[0] == '\0' && cfg->metadata_sasl_mechanism[0] != '\0') {
+        snprintf(err, errlen,
+                 "--metadata-sasl-mechanism %s needs a password: "
+                 "--metadata-sasl-password-file or KADMIT_METADATA_SASL_PASSWORD",
+                 cfg->metadata_sasl_mechanism);
+        return KA_EINVALID;
+    }
+    return rc;
 }
 
 void ka_config_admin_address(const ka_config_t *cfg, char *out, size_t cap)

@@ -40,6 +40,18 @@ typedef struct ka_config {
     ka_hostport_t admin;         /* --admin: the admin HTTP API (default 127.0.0.1:9644) */
     int admin_off;               /* --admin off: no admin server */
     char admin_token_file[4096]; /* --admin-token-file: bearer token for mutations */
+    /* TLS toward clients (docs/tls-sasl.md): on when tls_cert is set. */
+    char tls_cert[4096], tls_key[4096], tls_client_ca[4096];
+    int tls_client_auth; /* enum ka_tls_client_auth; --tls-client-ca alone means required */
+    /* TLS toward the broker, for client sessions and the metadata connection. */
+    int upstream_tls;
+    char upstream_ca[4096], upstream_cert[4096], upstream_key[4096];
+    char upstream_server_name[256]; /* SNI and verified name; empty = the --upstream host */
+    int upstream_verify;            /* check the broker's chain and name (default on) */
+    /* SASL of kadmit's own metadata connection; empty mechanism = none. */
+    char metadata_sasl_mechanism[32];
+    char metadata_sasl_username[256];
+    char metadata_sasl_password_file[4096];
 } ka_config_t;
 
 /* What ka_config_parse asks the caller to do besides running. */
@@ -68,6 +80,15 @@ int ka_config_parse(ka_config_t *cfg, int argc, char **argv, char *err, size_t e
  */
 int ka_config_load_admin_token(const ka_config_t *cfg, char *out, size_t cap, char *err,
                                size_t errlen);
+
+/*
+ * The metadata connection's SASL password: the first line of
+ * --metadata-sasl-password-file, else KADMIT_METADATA_SASL_PASSWORD. Same
+ * contract as ka_config_load_admin_token; an empty result with a mechanism
+ * set is an error.
+ */
+int ka_config_load_sasl_password(const ka_config_t *cfg, char *out, size_t cap, char *err,
+                                 size_t errlen);
 
 /* "HOST:PORT" of the admin API ("[v6]:PORT" for IPv6 literals). */
 void ka_config_admin_address(const ka_config_t *cfg, char *out, size_t cap);

@@ -133,6 +133,8 @@ int ka_server_init(ka_server_t *srv, uv_loop_t *loop, const ka_config_t *cfg, ch
     int rc = resolve(&cfg->upstream, 0, &srv->upstream_addr, "--upstream", err, errlen);
     if (rc < 0)
         return rc;
+    if ((rc = ka_server_tls_init(srv, err, errlen)) < 0)
+        return rc;
 
     uv_idle_init(loop, &srv->resume_idle);
     srv->resume_idle.data = srv;
@@ -236,7 +238,9 @@ void ka_server_close(ka_server_t *srv)
     signal(SIGINT, SIG_IGN);
     uv_close((uv_handle_t *)&srv->sigterm, NULL);
     uv_close((uv_handle_t *)&srv->sigint, NULL);
+    ka_server_tls_close(srv);
     uv_run(srv->loop, UV_RUN_NOWAIT);
+    ka_server_tls_free(srv);
     while (srv->wreq_cache) {
         ka_wreq_t *w = srv->wreq_cache;
         srv->wreq_cache = w->next_free;

@@ -2,9 +2,13 @@
  * ka_metadata_client.c: the metadata client (see ka_metadata_client.h).
  *
  * One request is outstanding at a time, so the connection is a simple state
- * machine: CONNECTING -> VERSIONS (ApiVersions) -> IDLE; a refresh runs
- * METADATA -> CONFIGS -> IDLE. Any error closes the connection, reports a
- * failed attempt and reconnects after the backoff.
+ * machine: CONNECTING -> [TLS handshake] -> VERSIONS (ApiVersions) ->
+ * [SASL_HANDSHAKE -> SASL_AUTH, once per SASL round] -> IDLE; a refresh
+ * runs METADATA -> CONFIGS -> IDLE. Any error closes the connection,
+ * reports a failed attempt and reconnects after the backoff.
+ *
+ * Over TLS, reads land in a fixed ciphertext buffer and are decrypted into
+ * the frame buffer; every request is encrypted into its write request.
  */
 #include "ka_metadata_client.h"
 
@@ -15,6 +19,7 @@
 
 #include "ka_log.h"
 #include "ka_protocol.h"
+#include "ka_scram.h"
 
 #define BACKOFF_MIN_MS     100
 #define BACKOFF_MAX_MS     5000
@@ -22,7 +27,21 @@
 #define MAX_RESPONSE       ((size_t)256 * 1024 * 1024)
 #define CLIENT_ID          "kadmit-metadata"
 
-enum state { ST_DOWN = 0, ST_CONNECTING, ST_VERSIONS, ST_IDLE, ST_METADATA, ST_CONFIGS };
+enum state {
+    ST_DOWN = 0,
+    ST_CONNECTING,
+    ST_TLS,
+    ST_VERSIONS,
+    ST_SASL_HANDSHAKE,
+    ST_SASL_AUTH,
+    ST_IDLE,
+    ST_METADATA,
+    ST_CONFIGS
+};
+#define API_SASL_HANDSHAKE     17
+#define API_SASL_AUTHENTICATE  36
+#define SASL_HANDSHAKE_VERSION 1
+#define SASL_AUTH_VERSION      1
 
 struct ka_mdc {
     uv_loop_t *loop;
@@ -60,20 +79,38 @@ struct ka_mdc {
     int32_t broker_count;
     ka_broker_defaults_t defaults; /* last known; kept across refreshes */
     int have_defaults;
+
+    ka_mdc_security_t sec;
+    ka_transport_t *tls;   /* this connection's TLS engine, when sec.tls is set */
+    uint8_t cipher[16384]; /* ciphertext of one read */
+    ka_scram_t scram;      /* the SCRAM exchange in progress */
+    int sasl_step;         /* SaslAuthenticate round trips done */
 };
 
 static void start_connect(ka_mdc_t *c);
 static void start_refresh(ka_mdc_t *c);
+static int reserve(ka_mdc_t *c);
+static int send_records(ka_mdc_t *c);
+static int send_sasl_handshake(ka_mdc_t *c);
 
 static int64_t now_ms(ka_mdc_t *c)
 {
     return (int64_t)uv_now(c->loop);
 }
 
+static void drop_tls(ka_mdc_t *c)
+{
+    ka_transport_free(c->tls);
+    c->tls = NULL;
+    ka_scram_clear(&c->scram);
+}
+
 static void handle_closed(uv_handle_t *h)
 {
     ka_mdc_t *c = h->data;
     if (--c->handles == 0 && c->stopping) {
+        drop_tls(c);
+        memset(&c->sec, 0, sizeof(c->sec));
         free(c->rbuf);
         free(c->broker_ids);
         ka_cluster_builder_free(c->builder);
@@ -123,6 +160,7 @@ static void fail(ka_mdc_t *c, const char *what, const char *detail)
     drop_refresh(c);
     c->st = ST_DOWN;
     c->rlen = 0;
+    drop_tls(c);
     uv_timer_stop(&c->io_timer);
     if (c->tcp_open && !uv_is_closing((uv_handle_t *)&c->tcp)) {
         uv_read_stop((uv_stream_t *)&c->tcp);
@@ -146,6 +184,26 @@ static void timeout_cb(uv_timer_t *t)
 {
     ka_mdc_t *c = t->data;
     fail(c, "timeout", "no response within 30 s");
+}
+
+/* Writes the TLS records the engine produced (handshake or requests). */
+static int send_records(ka_mdc_t *c)
+{
+    size_t n;
+    while ((n = ka_transport_pending(c->tls)) > 0) {
+        uv_write_t *req = malloc(sizeof(*req) + n);
+        if (req == NULL)
+            return KA_ENOMEM;
+        uint8_t *bytes = (uint8_t *)(req + 1);
+        uv_buf_t buf = uv_buf_init((char *)bytes, (unsigned)ka_transport_take(c->tls, bytes, n));
+        req->data = c;
+        int rc = uv_write(req, (uv_stream_t *)&c->tcp, &buf, 1, write_cb);
+        if (rc < 0) {
+            free(req);
+            return rc;
+        }
+    }
+    return 0;
 }
 
 /* Sends one request: header v1/v2 for (api_key, version), then body. */
@@ -179,14 +237,24 @@ static int send_request(ka_mdc_t *c, int16_t api_key, int16_t version,
     }
     uint8_t *bytes = (uint8_t *)(req + 1);
     memcpy(bytes, w.buf, w.len);
-    uv_buf_t buf = uv_buf_init((char *)bytes, (unsigned)w.len);
+    size_t len = w.len;
     ka_writer_free(&w);
-    req->data = c;
     c->expect_cid = h.correlation_id;
-    int rc = uv_write(req, (uv_stream_t *)&c->tcp, &buf, 1, write_cb);
-    if (rc < 0) {
+    if (c->tls != NULL) {
+        int rc = ka_transport_write(c->tls, bytes, len);
         free(req);
-        return rc;
+        if (rc < 0)
+            return rc;
+        if ((rc = send_records(c)) < 0)
+            return rc;
+    } else {
+        uv_buf_t buf = uv_buf_init((char *)bytes, (unsigned)len);
+        req->data = c;
+        int rc = uv_write(req, (uv_stream_t *)&c->tcp, &buf, 1, write_cb);
+        if (rc < 0) {
+            free(req);
+            return rc;
+        }
     }
     uv_timer_start(&c->io_timer, timeout_cb, REQUEST_TIMEOUT_MS, 0);
     return 0;
@@ -273,6 +341,112 @@ static void finish_refresh(ka_mdc_t *c)
         start_refresh(c);
 }
 
+static void connected(ka_mdc_t *c)
+{
+    ka_log(KA_LOG_INFO, "metadata client connected", KA_KS("upstream", c->name),
+           KA_KI("metadata_version", c->metadata_version),
+           KA_KI("describe_configs_version", c->configs_version),
+           KA_KS("tls", c->tls ? "on" : "off"),
+           KA_KS("sasl", c->sec.mechanism[0] ? c->sec.mechanism : "none"));
+    c->st = ST_IDLE;
+    if (c->refresh_wanted)
+        start_refresh(c);
+}
+
+static int sasl_handshake_encode(ka_writer_t *w, int16_t v, const void *b)
+{
+    (void)v;
+    const ka_mdc_t *c = b;
+    return ka_write_string(
+        w, (ka_slice_t){(const uint8_t *)c->sec.mechanism, (int32_t)strlen(c->sec.mechanism)});
+}
+
+static int sasl_auth_encode(ka_writer_t *w, int16_t v, const void *b)
+{
+    (void)v;
+    return ka_write_bytes(w, *(const ka_slice_t *)b);
+}
+
+static int send_sasl_handshake(ka_mdc_t *c)
+{
+    c->st = ST_SASL_HANDSHAKE;
+    return send_request(c, API_SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION, sasl_handshake_encode, c);
+}
+
+static int send_sasl_token(ka_mdc_t *c, const void *token, size_t len)
+{
+    ka_slice_t bytes = {(const uint8_t *)token, (int32_t)len};
+    c->st = ST_SASL_AUTH;
+    return send_request(c, API_SASL_AUTHENTICATE, SASL_AUTH_VERSION, sasl_auth_encode, &bytes);
+}
+
+/* SaslHandshake answered: send the mechanism's first message. */
+static int on_sasl_handshake(ka_mdc_t *c, ka_reader_t *r, char *why, size_t whylen)
+{
+    int16_t error_code;
+    if (ka_read_i16(r, &error_code) < 0)
+        return KA_EINVALID;
+    if (error_code != 0) {
+        snprintf(why, whylen, "the broker does not enable SASL mechanism %s (error %d)",
+                 c->sec.mechanism, error_code);
+        return KA_EUNSUPPORTED;
+    }
+    r->off = r->len; /* the enabled mechanisms are not needed */
+    c->sasl_step = 0;
+    if (strcmp(c->sec.mechanism, "PLAIN") == 0) {
+        char msg[2 + sizeof(c->sec.username) + sizeof(c->sec.password)];
+        size_t ul = strlen(c->sec.username), pl = strlen(c->sec.password);
+        msg[0] = '\0';
+        memcpy(msg + 1, c->sec.username, ul);
+        msg[1 + ul] = '\0';
+        memcpy(msg + 2 + ul, c->sec.password, pl);
+        int rc = send_sasl_token(c, msg, 2 + ul + pl);
+        memset(msg, 0, sizeof(msg));
+        return rc;
+    }
+    char first[KA_SCRAM_MAX_MESSAGE];
+    long n;
+    if (ka_scram_init(&c->scram, c->sec.mechanism, c->sec.username, c->sec.password, NULL) < 0 ||
+        (n = ka_scram_client_first(&c->scram, first, sizeof(first))) < 0) {
+        snprintf(why, whylen, "cannot start %s for this user name", c->sec.mechanism);
+        return KA_EINVALID;
+    }
+    return send_sasl_token(c, first, (size_t)n);
+}
+
+/* SaslAuthenticate answered: the next SCRAM message, or done. */
+static int on_sasl_auth(ka_mdc_t *c, ka_reader_t *r, char *why, size_t whylen)
+{
+    int16_t error_code;
+    ka_slice_t message, token;
+    int64_t lifetime;
+    if (ka_read_i16(r, &error_code) < 0 || ka_read_nullable_string(r, &message) < 0 ||
+        ka_read_bytes(r, &token) < 0 || ka_read_i64(r, &lifetime) < 0)
+        return KA_EINVALID;
+    if (error_code != 0) {
+        snprintf(why, whylen, "authentication as %s failed: %.*s (error %d)", c->sec.username,
+                 message.len > 0 ? (int)message.len : 0,
+                 message.ptr ? (const char *)message.ptr : "", error_code);
+        return KA_EINVALID;
+    }
+    c->sasl_step++;
+    if (strcmp(c->sec.mechanism, "PLAIN") == 0 || c->sasl_step == 2) {
+        if (c->sasl_step == 2 &&
+            ka_scram_verify_server(&c->scram, token.ptr, token.len > 0 ? (size_t)token.len : 0, why,
+                                   whylen) < 0)
+            return KA_EINVALID;
+        ka_scram_clear(&c->scram);
+        connected(c);
+        return 0;
+    }
+    char final[KA_SCRAM_MAX_MESSAGE];
+    long n = ka_scram_client_final(&c->scram, token.ptr, token.len > 0 ? (size_t)token.len : 0,
+                                   final, sizeof(final), why, whylen);
+    if (n < 0)
+        return (int)n;
+    return send_sasl_token(c, final, (size_t)n);
+}
+
 static int on_versions(ka_mdc_t *c, ka_reader_t *r, ka_arena_t *arena)
 {
     struct ka_apiversions_response resp;
@@ -293,12 +467,9 @@ static int on_versions(ka_mdc_t *c, ka_reader_t *r, ka_arena_t *arena)
     }
     if (c->metadata_version < 1)
         return KA_EUNSUPPORTED;
-    ka_log(KA_LOG_INFO, "metadata client connected", KA_KS("upstream", c->name),
-           KA_KI("metadata_version", c->metadata_version),
-           KA_KI("describe_configs_version", c->configs_version));
-    c->st = ST_IDLE;
-    if (c->refresh_wanted)
-        start_refresh(c);
+    if (c->sec.mechanism[0] != '\0')
+        return send_sasl_handshake(c);
+    connected(c);
     return 0;
 }
 
@@ -404,13 +575,18 @@ static void on_frame(ka_mdc_t *c, const uint8_t *p, size_t n)
     ka_reader_t r;
     ka_arena_t arena;
     struct ka_response_header rh;
-    int16_t api = c->st == ST_VERSIONS   ? KA_APIVERSIONS_REQUEST_API_KEY
-                  : c->st == ST_METADATA ? KA_METADATA_REQUEST_API_KEY
-                  : c->st == ST_CONFIGS  ? KA_DESCRIBECONFIGS_REQUEST_API_KEY
-                                         : -1;
-    int16_t ver = c->st == ST_VERSIONS   ? 0
-                  : c->st == ST_METADATA ? c->metadata_version
-                                         : c->configs_version;
+    int16_t api = c->st == ST_VERSIONS         ? KA_APIVERSIONS_REQUEST_API_KEY
+                  : c->st == ST_METADATA       ? KA_METADATA_REQUEST_API_KEY
+                  : c->st == ST_CONFIGS        ? KA_DESCRIBECONFIGS_REQUEST_API_KEY
+                  : c->st == ST_SASL_HANDSHAKE ? API_SASL_HANDSHAKE
+                  : c->st == ST_SASL_AUTH      ? API_SASL_AUTHENTICATE
+                                               : -1;
+    int16_t ver = c->st == ST_VERSIONS         ? 0
+                  : c->st == ST_METADATA       ? c->metadata_version
+                  : c->st == ST_SASL_HANDSHAKE ? SASL_HANDSHAKE_VERSION
+                  : c->st == ST_SASL_AUTH      ? SASL_AUTH_VERSION
+                                               : c->configs_version;
+    char why[300] = "";
     if (api < 0) {
         fail(c, "read", "unexpected response");
         return;
@@ -424,6 +600,10 @@ static void on_frame(ka_mdc_t *c, const uint8_t *p, size_t n)
     if (rc == 0) {
         if (api == KA_APIVERSIONS_REQUEST_API_KEY)
             rc = on_versions(c, &r, &arena);
+        else if (api == API_SASL_HANDSHAKE)
+            rc = on_sasl_handshake(c, &r, why, sizeof(why));
+        else if (api == API_SASL_AUTHENTICATE)
+            rc = on_sasl_auth(c, &r, why, sizeof(why));
         else if (api == KA_METADATA_REQUEST_API_KEY)
             rc = on_metadata(c, &r, &arena);
         else
@@ -433,7 +613,7 @@ static void on_frame(ka_mdc_t *c, const uint8_t *p, size_t n)
     if (rc < 0) {
         char text[256];
         ka_decode_error_format_dir(text, sizeof(text), api, ver, KA_RESPONSE, &r);
-        fail(c, ka_api_name(api), r.err ? text : ka_strerror(rc));
+        fail(c, ka_api_name(api), r.err ? text : why[0] ? why : ka_strerror(rc));
     }
 }
 
@@ -441,17 +621,72 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     ka_mdc_t *c = h->data;
     (void)suggested;
+    if (c->tls != NULL) {
+        *buf = uv_buf_init((char *)c->cipher, sizeof(c->cipher));
+        return;
+    }
+    if (reserve(c) < 0) {
+        *buf = uv_buf_init(NULL, 0);
+        return;
+    }
+    *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
+}
+
+/* At least 64 KiB free at the end of the frame buffer. */
+static int reserve(ka_mdc_t *c)
+{
     if (c->rcap - c->rlen < 65536) {
         size_t cap = c->rcap ? c->rcap * 2 : 131072;
         uint8_t *nb = realloc(c->rbuf, cap);
-        if (nb == NULL) {
-            *buf = uv_buf_init(NULL, 0);
-            return;
-        }
+        if (nb == NULL)
+            return KA_ENOMEM;
         c->rbuf = nb;
         c->rcap = cap;
     }
-    *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
+    return 0;
+}
+
+static void send_versions(ka_mdc_t *c)
+{
+    c->st = ST_VERSIONS;
+    if (send_request(c, KA_APIVERSIONS_REQUEST_API_KEY, 0, apiversions_encode, NULL) < 0)
+        fail(c, "versions", "cannot send");
+}
+
+/* The engine's error outlives the engine, which fail() frees. */
+static void tls_fail(ka_mdc_t *c)
+{
+    char why[256];
+    snprintf(why, sizeof(why), "%s", ka_transport_error(c->tls));
+    fail(c, c->st == ST_TLS ? "tls handshake" : "tls", why);
+}
+
+/* Decrypts what was read into the frame buffer; 0, or the connection failed. */
+static int tls_input(ka_mdc_t *c, size_t nread)
+{
+    if (ka_transport_feed(c->tls, c->cipher, nread) < 0) {
+        fail(c, "tls", "out of memory");
+        return -1;
+    }
+    for (;;) {
+        if (reserve(c) < 0) {
+            fail(c, "read", "out of memory");
+            return -1;
+        }
+        long n = ka_transport_read(c->tls, c->rbuf + c->rlen, c->rcap - c->rlen);
+        if (n < 0 || send_records(c) < 0) {
+            tls_fail(c);
+            return -1;
+        }
+        if (c->st == ST_TLS && ka_transport_established(c->tls)) {
+            send_versions(c);
+            if (c->st == ST_DOWN)
+                return -1;
+        }
+        if (n == 0)
+            return 0;
+        c->rlen += (size_t)n;
+    }
 }
 
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -462,7 +697,12 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         fail(c, "read", nread == UV_EOF ? "broker closed the connection" : uv_strerror((int)nread));
         return;
     }
-    c->rlen += (size_t)nread;
+    if (c->tls != NULL) {
+        if (tls_input(c, (size_t)nread) < 0)
+            return;
+    } else {
+        c->rlen += (size_t)nread;
+    }
     while (c->rlen >= 4 && c->st != ST_DOWN) {
         uint32_t size = (uint32_t)c->rbuf[0] << 24 | (uint32_t)c->rbuf[1] << 16 |
                         (uint32_t)c->rbuf[2] << 8 | c->rbuf[3];
@@ -501,9 +741,25 @@ static void connect_cb(uv_connect_t *req, int status)
     }
     uv_tcp_nodelay(&c->tcp, 1);
     uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
-    c->st = ST_VERSIONS;
-    if (send_request(c, KA_APIVERSIONS_REQUEST_API_KEY, 0, apiversions_encode, NULL) < 0)
-        fail(c, "versions", "cannot send");
+    if (c->sec.tls == NULL) {
+        send_versions(c);
+        return;
+    }
+    c->st = ST_TLS;
+    if ((c->tls = ka_transport_new(c->sec.tls)) == NULL) {
+        fail(c, "tls", "out of memory");
+        return;
+    }
+    uv_timer_start(&c->io_timer, timeout_cb, REQUEST_TIMEOUT_MS, 0);
+    /* Nothing read yet: this only produces the ClientHello. */
+    uint8_t none[1];
+    if (ka_transport_read(c->tls, none, 0) < 0 || send_records(c) < 0)
+        tls_fail(c);
+}
+
+void ka_mdc_set_security(ka_mdc_t *c, const ka_mdc_security_t *sec)
+{
+    c->sec = *sec;
 }
 
 static void start_connect(ka_mdc_t *c)

@@ -18,6 +18,12 @@
  * demand (ka_mdc_refresh). A failed connection is retried with exponential
  * backoff (100 ms doubling to 5 s); a request unanswered for 30 s closes the
  * connection.
+ *
+ * With ka_mdc_set_security the connection runs over TLS (the upstream's
+ * TLS settings) and authenticates after ApiVersions with SaslHandshake v1
+ * and SaslAuthenticate v1: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
+ * (ka_scram.h). A refused authentication is a failed connection like any
+ * other: logged with the broker's message, retried after the backoff.
  */
 #ifndef KA_METADATA_CLIENT_H
 #define KA_METADATA_CLIENT_H
@@ -28,6 +34,7 @@
 
 #include "ka_cluster.h"
 #include "ka_metrics.h"
+#include "ka_transport.h"
 
 typedef struct ka_mdc ka_mdc_t;
 
@@ -37,6 +44,16 @@ typedef void (*ka_mdc_cb)(void *arg, ka_cluster_t *view, const char *error);
 int ka_mdc_start(uv_loop_t *loop, const struct sockaddr *upstream, const char *upstream_name,
                  int64_t interval_ms, ka_metrics_t *metrics, ka_mdc_cb cb, void *arg,
                  ka_mdc_t **out);
+/* How kadmit's own connection secures itself; a copy is kept. */
+typedef struct ka_mdc_security {
+    ka_tls_source_t *tls; /* TLS toward the broker, or NULL (not owned) */
+    char mechanism[32];   /* "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", or "" for none */
+    char username[256];
+    char password[512];
+} ka_mdc_security_t;
+
+/* Applies from the next connection on; call it right after ka_mdc_start to cover the first. */
+void ka_mdc_set_security(ka_mdc_t *c, const ka_mdc_security_t *sec);
 /* Starts a refresh now unless one is running (its result will do). */
 void ka_mdc_refresh(ka_mdc_t *c);
 void ka_mdc_set_interval(ka_mdc_t *c, int64_t interval_ms);

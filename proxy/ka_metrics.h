@@ -51,6 +51,11 @@ typedef struct ka_metrics {
     uint64_t frames_undersize;        /* frames smaller than any header */
     uint64_t tls_on_plaintext;        /* TLS ClientHellos refused */
     uint64_t protocol_errors;         /* every other framing error */
+    uint64_t tls_handshakes;          /* TLS handshakes completed, both legs */
+    uint64_t tls_handshake_failures;  /* TLS handshakes or records that failed, both legs */
+    uint64_t tls_plaintext_refused;   /* plaintext clients closed on a TLS listener */
+    uint64_t tls_reloads;             /* certificate reloads after a file change */
+    uint64_t tls_reload_failures;     /* reloads refused (the old files stay in use) */
     uint64_t produce_acks0;           /* Produce requests that get no response */
     uint64_t unexpected_responses;    /* responses with nothing in flight */
     uint64_t sasl_raw_tokens;         /* raw SASL tokens after SaslHandshake v0 */

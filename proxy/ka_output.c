@@ -71,21 +71,52 @@ static void write_cb(uv_write_t *req, int status)
     ka_session_maybe_finish(s);
 }
 
+/* Hands w to libuv; returns nonzero when the session closed instead. */
+static int submit(ka_leg_t *dst, ka_wreq_t *w)
+{
+    ka_session_t *s = dst->session;
+    w->leg = dst;
+    int rc = uv_write(&w->req, (uv_stream_t *)&dst->tcp, w->bufs, w->nbufs, write_cb);
+    if (rc < 0) {
+        ka_output_release(s->server, w);
+        ka_session_close(s, KA_LOG_INFO, "write failed", uv_strerror(rc));
+        return 1;
+    }
+    dst->write_pending += w->bytes;
+    return 0;
+}
+
+void ka_output_send_raw(ka_leg_t *dst, ka_pbuf_t *pb, size_t len)
+{
+    ka_session_t *s = dst->session;
+    ka_wreq_t *w;
+    if (len == 0 || !dst->open || s->state == KA_SESSION_CLOSING)
+        return;
+    if ((w = wreq_get(s->server)) == NULL) {
+        ka_session_close(s, KA_LOG_ERROR, "out of memory for a write request", NULL);
+        return;
+    }
+    ka_pbuf_ref(pb);
+    w->pbufs[0] = pb;
+    w->bufs[0] = uv_buf_init((char *)pb->data, (unsigned)len);
+    w->nbufs = 1;
+    w->bytes = len;
+    submit(dst, w);
+}
+
 void ka_output_flush(ka_leg_t *dst)
 {
     ka_wreq_t *w = dst->out;
     ka_session_t *s = dst->session;
     if (w == NULL)
         return;
-    dst->out = NULL;
-    w->leg = dst;
-    int rc = uv_write(&w->req, (uv_stream_t *)&dst->tcp, w->bufs, w->nbufs, write_cb);
-    if (rc < 0) {
-        ka_output_release(s->server, w);
-        ka_session_close(s, KA_LOG_INFO, "write failed", uv_strerror(rc));
+    if (dst->tls != NULL) {
+        ka_leg_tls_encrypt(dst);
         return;
     }
-    dst->write_pending += w->bytes;
+    dst->out = NULL;
+    if (submit(dst, w))
+        return;
     if (dst->is_client)
         s->server->metrics.bytes_broker_to_client += w->bytes;
     else

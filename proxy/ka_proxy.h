@@ -20,8 +20,10 @@
 #include "ka_frame.h"
 #include "ka_inflight.h"
 #include "ka_intercept.h"
+#include "ka_metadata_client.h"
 #include "ka_metrics.h"
 #include "ka_pool.h"
+#include "ka_transport.h"
 
 /* At most this many connections are accepted per loop turn, so a burst of
  * connects cannot starve the sessions already running. */
@@ -67,6 +69,7 @@ enum ka_leg_pause {
     KA_PAUSE_SASL = 1 << 2,         /* waiting for the SaslHandshake v0 answer */
     KA_PAUSE_DRAIN = 1 << 3,        /* shutting down: no new requests */
     KA_PAUSE_DEFER = 1 << 4,        /* a held request waits for its handler (DEFER) */
+    KA_PAUSE_TLS = 1 << 5,          /* client leg: the upstream TLS handshake is not done */
 };
 
 struct ka_leg {
@@ -107,6 +110,12 @@ struct ka_leg {
     int resume_queued;
     int handshake_failed;   /* the SaslHandshake v0 answer carried an error */
     int frame_is_handshake; /* the request being read is SaslHandshake v0 */
+
+    /* TLS (ka_session_tls.c); a plaintext leg has tls == NULL and nothing else changes. */
+    ka_transport_t *tls;
+    int tls_more;        /* decrypted bytes wait in the engine: drain them before reading */
+    int tls_checked;     /* the first bytes were checked for a plaintext client */
+    int tls_established; /* the handshake completed (logged and counted once) */
 
     ka_wreq_t *out;       /* write being assembled toward this leg */
     size_t write_pending; /* bytes handed to uv_write on this leg, not yet written */
@@ -168,6 +177,12 @@ struct ka_server {
 
     ka_wreq_t *wreq_cache;
     size_t wreq_cached;
+
+    ka_tls_source_t *tls_clients;   /* --tls-cert: TLS toward clients, else NULL */
+    ka_tls_source_t *tls_upstream;  /* --upstream-tls: TLS toward the broker, else NULL */
+    uv_timer_t tls_reload_timer;    /* polls the certificate files for changes */
+    ka_mdc_security_t mdc_security; /* TLS and SASL of kadmit's own metadata connection */
+    int tls_timer_open;
 };
 
 /* ka_listener.c */
@@ -191,10 +206,21 @@ void ka_leg_schedule_resume(ka_leg_t *leg);
 void ka_leg_wait_memory(ka_leg_t *leg, size_t need, int priority);
 void ka_server_resume_cb(uv_idle_t *idle);
 
+/* ka_session_tls.c */
+int ka_server_tls_init(ka_server_t *srv, char *err, size_t errlen);
+void ka_server_tls_close(ka_server_t *srv);
+void ka_server_tls_free(ka_server_t *srv);
+int ka_leg_tls_open(ka_leg_t *leg);
+void ka_leg_tls_input(ka_leg_t *leg, ka_pbuf_t *pb, size_t n);
+void ka_leg_tls_pump(ka_leg_t *leg);
+void ka_leg_tls_encrypt(ka_leg_t *dst);
+
 /* ka_output.c */
 void ka_output_add(ka_leg_t *dst, ka_pbuf_t *pb, size_t a, size_t b);
 void ka_output_flush(ka_leg_t *dst);
 void ka_output_release(ka_server_t *srv, ka_wreq_t *w);
+/* Writes [0, len) of pb as it is (TLS records); takes its own reference. */
+void ka_output_send_raw(ka_leg_t *dst, ka_pbuf_t *pb, size_t len);
 
 /* ka_relay.c */
 void ka_relay_process(ka_leg_t *src, ka_pbuf_t *pb, size_t off, size_t len);

@@ -630,5 +630,9 @@ void ka_relay_resume(ka_leg_t *leg)
         ka_relay_process(leg, pb, leg->parked_off, leg->parked_len);
         ka_pbuf_unref(&s->server->pool, pb);
     }
+    if (leg->tls_more && leg->parked == NULL && leg->pause == 0 && s->state != KA_SESSION_CLOSING)
+        ka_leg_tls_pump(leg);
+    if (s->state == KA_SESSION_CLOSING)
+        return;
     ka_leg_update_reading(leg);
 }

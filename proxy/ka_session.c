@@ -51,7 +51,10 @@ static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 
     if (nread > 0) {
         s->last_activity_ms = uv_now(s->server->loop);
-        ka_relay_process(leg, pb, 0, (size_t)nread);
+        if (leg->tls != NULL)
+            ka_leg_tls_input(leg, pb, (size_t)nread);
+        else
+            ka_relay_process(leg, pb, 0, (size_t)nread);
         ka_pbuf_unref(pool, pb);
         return;
     }
@@ -131,6 +134,11 @@ void ka_leg_update_reading(ka_leg_t *leg)
     ka_session_t *s = leg->session;
     int want = leg->open && !leg->eof && leg->pause == 0 && leg->parked == NULL &&
                s->state == KA_SESSION_RELAYING;
+    if (want && leg->tls_more) {
+        /* Records already read wait in the TLS engine: drain them first. */
+        ka_leg_schedule_resume(leg);
+        want = 0;
+    }
     if (want && !leg->reading) {
         if (uv_read_start((uv_stream_t *)&leg->tcp, alloc_cb, read_cb) == 0)
             leg->reading = 1;
@@ -158,7 +166,8 @@ void ka_leg_maybe_shutdown(ka_leg_t *dst)
 {
     ka_leg_t *src = dst->peer;
     if (!src->eof || dst->shut || !dst->open || dst->out != NULL || dst->write_pending > 0 ||
-        src->parked != NULL || src->deferred != NULL || dst->session->state != KA_SESSION_RELAYING)
+        src->parked != NULL || src->deferred != NULL || src->tls_more ||
+        dst->session->state != KA_SESSION_RELAYING)
         return;
     dst->shut = 1;
     dst->shutdown_req.data = dst;
@@ -209,6 +218,8 @@ void ka_session_close(ka_session_t *s, enum ka_log_level level, const char *why,
         ka_pool_cancel(pool, &leg->waiter);
         unschedule_resume(leg);
         ka_relay_release(leg);
+        ka_transport_free(leg->tls);
+        leg->tls = NULL;
         if (leg->open) {
             leg->open = 0;
             close_handle(s, (uv_handle_t *)&leg->tcp);
@@ -265,6 +276,16 @@ static void connect_cb(uv_connect_t *req, int status)
     }
     s->state = KA_SESSION_RELAYING;
     uv_tcp_nodelay(&s->upstream.tcp, 1);
+    if (srv->tls_upstream != NULL) {
+        if (ka_leg_tls_open(&s->upstream) < 0) {
+            ka_session_close(s, KA_LOG_ERROR, "out of memory for TLS", NULL);
+            return;
+        }
+        s->client.pause |= KA_PAUSE_TLS; /* until the broker's handshake is done */
+        ka_leg_tls_pump(&s->upstream);   /* sends the ClientHello */
+        if (s->state == KA_SESSION_CLOSING)
+            return;
+    }
     s->last_activity_ms = uv_now(srv->loop);
     uv_timer_stop(&s->timer);
     if (srv->cfg->idle_timeout_s > 0)
@@ -342,6 +363,10 @@ int ka_session_start(ka_server_t *srv, uv_stream_t *listener)
     }
     s->id = ++srv->next_session_id;
     srv->metrics.connections_active++;
+    if (ka_leg_tls_open(&s->client) < 0) {
+        ka_session_close(s, KA_LOG_ERROR, "out of memory for TLS", NULL);
+        return 0;
+    }
     uv_tcp_nodelay(&s->client.tcp, 1);
     uv_tcp_nodelay(&s->upstream.tcp, 1);
     ka_log(KA_LOG_DEBUG, "connection accepted", KA_KI("session", s->id), KA_KS("peer", s->peer));

@@ -221,6 +221,7 @@ class KafkaCluster:
         self.heap = heap
         self.nodes = [Node(self, i) for i in range(1, brokers + 1)]
         self.home = kafka_home()
+        self.format_args: list[str] = []  # extra kafka-storage format arguments (subclasses)
 
     # -- addresses
     @property
@@ -289,7 +290,7 @@ class KafkaCluster:
         def fmt(n: Node) -> None:
             with open(n.dir / "format.log", "wb") as log:
                 subprocess.run([tool("kafka-storage"), "format", "--ignore-formatted",
-                                "-t", cluster_id, "-c", str(n.config)],
+                                "-t", cluster_id, "-c", str(n.config), *self.format_args],
                                stdout=log, stderr=subprocess.STDOUT, check=True)
 
         with ThreadPoolExecutor(self.n) as ex:

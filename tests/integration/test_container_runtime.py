@@ -36,6 +36,7 @@ from __future__ import annotations
 import ctypes
 import http.client
 import json
+import re
 import os
 import shlex
 import shutil
@@ -598,6 +599,35 @@ def test_compose_agrees_with_the_image(runtime):
         assert str(Path(env["KADMIT_POLICY"]).parent) in targets
         assert env["KADMIT_ADMIN_TOKEN_FILE"] in [x["target"] for x in svc["secrets"]]
         assert seconds(svc["stop_grace_period"]) > int(env["KADMIT_DRAIN_TIMEOUT"])
+
+
+def test_runtime_stage_installs_every_library_kadmit_links(runtime):
+    """ldd of the binary the tests run, mapped to Debian packages, against the runtime stage's
+    apt-get install line: a new shared library dependency must reach the slim image."""
+    text = (REPO / "deploy" / "docker" / "Dockerfile").read_text().replace("\\\n", " ")
+    final = text[text.rindex("\nFROM "):]
+    installs = set()
+    for m in re.finditer(r"apt-get install ([^&\n]*)", final):
+        installs |= {w for w in m.group(1).split() if not w.startswith("-")}
+    libs = subprocess.run(["ldd", str(kadmit_bin())], check=True, capture_output=True,
+                          text=True).stdout
+    if "libasan" in libs:
+        pytest.skip("the image ships the release build; this check runs in the release pass")
+    needed = set()
+    for line in libs.splitlines():
+        m = re.search(r"=> (/\S+)", line)
+        if not m:
+            continue
+        real = os.path.realpath(m.group(1))
+        for path in (m.group(1), real, real.removeprefix("/usr")):  # merged /usr spellings
+            owner = subprocess.run(["dpkg", "-S", path], capture_output=True, text=True)
+            if owner.returncode == 0:
+                break
+        assert owner.returncode == 0, f"no Debian package owns {m.group(1)}"
+        needed.add(owner.stdout.split(":")[0])
+    needed -= {"libc6"}  # in every Debian image
+    assert needed, libs
+    assert needed <= installs, f"runtime stage lacks {sorted(needed - installs)}"
 
 
 def test_dockerignore_admits_every_copy_source():

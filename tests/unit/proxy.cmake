@@ -16,6 +16,8 @@ if(TARGET ka_proxy_core)
     SOURCES ${KA_PROXY_TEST_DIR}/test_metrics.c LIBS ka_proxy_core)
   ka_unit_test(test_proxy_admission
     SOURCES ${KA_PROXY_TEST_DIR}/test_admission.c LIBS ka_proxy_core)
+  ka_unit_test(test_proxy_scram
+    SOURCES ${KA_PROXY_TEST_DIR}/test_scram.c LIBS ka_proxy_core)
 endif()
 if(TARGET ka_proxy_runtime)
   find_package(Threads REQUIRED)

@@ -272,6 +272,68 @@ static void test_help_and_version(void **state)
     assert_int_equal(parse(&cfg, 2, v), KA_CONFIG_VERSION);
 }
 
+static void test_tls_and_sasl_flags(void **state)
+{
+    (void)state;
+    ka_config_t cfg;
+    const char *argv[] = {"kadmit",
+                          "--upstream",
+                          "b:1",
+                          "--tls-cert",
+                          "s.pem",
+                          "--tls-key",
+                          "s.key",
+                          "--tls-client-ca",
+                          "ca.pem",
+                          "--tls-client-auth",
+                          "required",
+                          "--upstream-tls=on",
+                          "--upstream-verify",
+                          "false",
+                          "--metadata-sasl-mechanism",
+                          "SCRAM-SHA-512",
+                          "--metadata-sasl-username",
+                          "kadmit"};
+    assert_int_equal(parse(&cfg, (int)(sizeof(argv) / sizeof(argv[0])), argv), KA_CONFIG_RUN);
+    assert_string_equal(cfg.tls_cert, "s.pem");
+    assert_int_equal(cfg.tls_client_auth, 2);
+    assert_int_equal(cfg.upstream_tls, 1);
+    assert_int_equal(cfg.upstream_verify, 0);
+    assert_string_equal(cfg.metadata_sasl_mechanism, "SCRAM-SHA-512");
+
+    const char *mtls[] = {"kadmit", "--upstream",      "b:1",   "--tls-cert", "s.pem", "--tls-key",
+                          "s.key",  "--tls-client-ca", "ca.pem"};
+    assert_int_equal(parse(&cfg, (int)(sizeof(mtls) / sizeof(mtls[0])), mtls), KA_CONFIG_RUN);
+    assert_int_equal(cfg.tls_client_auth, 2); /* a client CA alone means mTLS */
+    const char *plain[] = {"kadmit", "--upstream", "b:1"};
+    assert_int_equal(parse(&cfg, 3, plain), KA_CONFIG_RUN);
+    assert_int_equal(cfg.tls_client_auth, 0);
+    const char *nokey[] = {"kadmit", "--upstream", "b:1", "--tls-cert", "s.pem"};
+    assert_true(parse(&cfg, 5, nokey) < 0);
+    assert_non_null(strstr(err, "--tls-cert and --tls-key go together"));
+    const char *auth[] = {"kadmit", "--upstream", "b:1", "--tls-client-auth", "sometimes"};
+    assert_true(parse(&cfg, 5, auth) < 0);
+    assert_non_null(strstr(err, "none, optional or required"));
+    const char *mech[] = {"kadmit", "--upstream", "b:1", "--metadata-sasl-mechanism", "GSSAPI"};
+    assert_true(parse(&cfg, 5, mech) < 0);
+    assert_non_null(strstr(err, "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"));
+
+    /* The password: the environment when no file is given, and an error without either. */
+    const char *sasl[] = {"kadmit", "--upstream",
+                          "b:1",    "--metadata-sasl-mechanism",
+                          "PLAIN",  "--metadata-sasl-username",
+                          "u"};
+    assert_int_equal(parse(&cfg, 7, sasl), KA_CONFIG_RUN);
+    char pw[64];
+    unsetenv("KADMIT_METADATA_SASL_PASSWORD");
+    assert_true(ka_config_load_sasl_password(&cfg, pw, sizeof(pw), err, sizeof(err)) < 0);
+    assert_non_null(strstr(err, "KADMIT_METADATA_SASL_PASSWORD"));
+    setenv("KADMIT_METADATA_SASL_PASSWORD", "s3cret\n", 1);
+    assert_int_equal(ka_config_load_sasl_password(&cfg, pw, sizeof(pw), err, sizeof(err)), 0);
+    assert_string_equal(pw, "s3cret");
+    unsetenv("KADMIT_METADATA_SASL_PASSWORD");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -283,6 +345,7 @@ int main(void)
         cmocka_unit_test_setup(test_admin_address_and_off, clear_env),
         cmocka_unit_test_setup(test_admin_token, clear_env),
         cmocka_unit_test_setup(test_help_and_version, clear_env),
+        cmocka_unit_test_setup(test_tls_and_sasl_flags, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
