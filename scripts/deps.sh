@@ -15,35 +15,26 @@ command -v openssl >/dev/null || packages+=(openssl) # test certificates (tls_ce
 command -v mvn >/dev/null || packages+=(maven)
 python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
 
-# From PyPI, for the integration tests: librdkafka's admin API (test_admission_librdkafka.py)
-# and a real Prometheus text-format parser for /metrics (test_admin_http.py); jsonschema checks
-# docs/policy.schema.json against the example policies (ctest test_policy_schema).
-confluent_kafka_version=2.16.1
-prometheus_client_version=0.26.0
-jsonschema_version=4.26.0
-# PyYAML reads the Kubernetes manifests in test_container_runtime.py.
-pyyaml_version=6.0.3
-pip_install() {
-    PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 \
-        python3 -m pip install --quiet "$1"
-}
+# From PyPI, pinned, as "import-name package==version":
+#   confluent-kafka    librdkafka's admin API (test_admission_librdkafka.py, test_policy_reload.py)
+#   prometheus-client  a real Prometheus text-format parser for /metrics (test_admin_http.py)
+#   jsonschema         docs/policy.schema.json against the example policies (test_policy_schema)
+#   PyYAML             the Kubernetes manifests (test_container_runtime.py)
+python_packages=(
+    "confluent_kafka confluent-kafka==2.16.1"
+    "prometheus_client prometheus-client==0.26.0"
+    "jsonschema jsonschema==4.26.0"
+    "yaml PyYAML==6.0.3"
+)
 python_deps() {
-    if ! python3 -c 'import confluent_kafka' 2>/dev/null; then
-        echo "deps.sh: installing confluent-kafka==$confluent_kafka_version (pip)"
-        pip_install "confluent-kafka==$confluent_kafka_version"
-    fi
-    if ! python3 -c 'import prometheus_client' 2>/dev/null; then
-        echo "deps.sh: installing prometheus-client==$prometheus_client_version (pip)"
-        pip_install "prometheus-client==$prometheus_client_version"
-    fi
-    if ! python3 -c 'import jsonschema' 2>/dev/null; then
-        echo "deps.sh: installing jsonschema==$jsonschema_version (pip)"
-        pip_install "jsonschema==$jsonschema_version"
-    fi
-    if ! python3 -c 'import yaml' 2>/dev/null; then
-        echo "deps.sh: installing PyYAML==$pyyaml_version (pip)"
-        pip_install "PyYAML==$pyyaml_version"
-    fi
+    local entry module spec
+    for entry in "${python_packages[@]}"; do
+        read -r module spec <<<"$entry"
+        python3 -c "import $module" 2>/dev/null && continue
+        echo "deps.sh: installing $spec (pip)"
+        PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 \
+            python3 -m pip install --quiet "$spec"
+    done
 }
 
 missing=()
