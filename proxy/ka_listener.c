@@ -133,6 +133,11 @@ int ka_server_init(ka_server_t *srv, uv_loop_t *loop, const ka_config_t *cfg, ch
     int rc = resolve(&cfg->upstream, 0, &srv->upstream_addr, "--upstream", err, errlen);
     if (rc < 0)
         return rc;
+    const ka_hostport_t *md = cfg->metadata_upstream.set ? &cfg->metadata_upstream : &cfg->upstream;
+    snprintf(srv->metadata_name, sizeof(srv->metadata_name), "%s:%u", md->host, md->port);
+    rc = resolve(md, 0, &srv->metadata_addr, "--metadata-upstream", err, errlen);
+    if (rc < 0)
+        return rc;
 
     uv_idle_init(loop, &srv->resume_idle);
     srv->resume_idle.data = srv;
