@@ -99,6 +99,8 @@ typedef struct ka_admin_ops {
     bool (*ready)(void *ctx, char *why, size_t len);
     /* The memory pool's KIP-81 figures, for GET /v1/pool. */
     void (*pool_get)(void *ctx, ka_admin_pool_t *out);
+    /* Optional: a request did not arrive whole within its timeout (for a log line). */
+    void (*request_timed_out)(void *ctx, uint64_t timeout_ms);
 } ka_admin_ops_t;
 
 typedef struct ka_admin_server ka_admin_server_t;

@@ -199,6 +199,8 @@ void ka_server_drain(ka_server_t *srv)
 {
     if (!srv->draining && srv->on_drain != NULL)
         srv->on_drain(srv->on_drain_arg);
+    if (!srv->draining)
+        srv->drain_started_ms = uv_now(srv->loop);
     srv->draining = 1;
     if (srv->listening) {
         srv->listening = 0;
@@ -218,7 +220,8 @@ static void drain_finish_if_done(ka_server_t *srv)
 {
     if (!srv->draining || srv->sessions != NULL || uv_is_closing((uv_handle_t *)&srv->drain_timer))
         return;
-    ka_log(KA_LOG_INFO, "all connections closed, exiting");
+    ka_log(KA_LOG_INFO, "all connections closed, exiting",
+           KA_KI("drain_ms", uv_now(srv->loop) - srv->drain_started_ms));
     /* The signal handlers stay installed (but no longer keep the loop
      * alive) until ka_server_close, so a late SIGTERM cannot kill a process
      * that is already exiting cleanly. */

@@ -165,6 +165,7 @@ struct ka_server {
     void (*on_drain)(void *arg);
     void *on_drain_arg;
     uv_timer_t drain_timer;
+    uint64_t drain_started_ms; /* loop time of the signal, for the exit line */
     uv_signal_t sigterm, sigint;
 
     uv_idle_t resume_idle;

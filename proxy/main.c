@@ -142,6 +142,13 @@ static void op_pool_get(void *ctx, ka_admin_pool_t *out)
     out->waiting_streams = ka_pool_waiters(pool);
 }
 
+static void op_request_timed_out(void *ctx, uint64_t timeout_ms)
+{
+    (void)ctx;
+    ka_log(KA_LOG_WARN, "admin request not complete within its timeout, closing",
+           KA_KI("timeout_ms", timeout_ms));
+}
+
 static bool op_ready(void *ctx, char *why, size_t len)
 {
     admin_state_t *st = ctx;
@@ -238,6 +245,7 @@ static const ka_admin_ops_t admin_ops = {
     .metrics_render = op_metrics_render,
     .ready = op_ready,
     .pool_get = op_pool_get,
+    .request_timed_out = op_request_timed_out,
 };
 
 static int admin_start(admin_state_t *st, ka_admin_ops_t *ops, const ka_config_t *cfg,
