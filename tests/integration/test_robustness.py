@@ -73,7 +73,7 @@ def _observe_unreachable_upstream(k: Kadmit) -> dict:
 
 
 @pytest.fixture(scope="module")
-def rb():
+def rb(request):
     binary = kadmit_bin()
     if not binary.exists():
         pytest.fail(f"kadmit binary not found at {binary} (set KADMIT_BIN)", pytrace=False)
@@ -110,7 +110,7 @@ def rb():
         relay.stop()
         c.stop()
         reports = k.sanitizer_reports()
-        if failed or reports or rc not in (0, None):
+        if failed or reports or rc not in (0, None) or request.session.testsfailed:
             sys.stderr.write(f"\nrobustness: cluster dir kept: {d}\n")
         else:
             shutil.rmtree(d, ignore_errors=True)
@@ -255,7 +255,14 @@ def create_topic(rb: Rb, topic: str) -> None:
     with kafka_wire.Connection(HOST, rb.port, timeout=30) as c:
         _, body = c.call(create_topics_v4(1, topic))
         assert parse_create_topics_v4(body)[0][1] in (0, 36), parse_create_topics_v4(body)
-    rb.c.wait_topic_healthy(topic)
+        rb.c.wait_topic_healthy(topic)
+        deadline = time.monotonic() + 15
+        while True:  # the leader serves fetches a moment after metadata lists it
+            _, body = c.call(fetch_v4(2, topic, 0, 0, max_wait_ms=0))
+            if parse_fetch_v4(body)[0] == 0:
+                return
+            assert time.monotonic() < deadline, f"{topic}: fetch error {parse_fetch_v4(body)[0]}"
+            time.sleep(0.1)
 
 
 # --- faults: the upstream is unreachable at start -------------------------------------------
@@ -309,6 +316,12 @@ def test_hostile_array_counts_in_admission_requests(rb: Rb):
         assert n.increase(3) == 3
         line = n.log("admission request refused, closing the connection api=CreateTopics")
         assert "detail=" in line
+    cp = 'kadmit_admission_decode_errors_total{api="CreatePartitions",version="1"}'
+    with Bystander(rb.port), Counted(rb.k, cp) as n:
+        body = struct.pack(">i", 0x7FFFFFFF) + kafka_wire._str("rb-hostile") + struct.pack(">ii", 2, -1)
+        assert hostile(rb, kafka_wire.request(37, 1, 1, body + struct.pack(">i?", 30000, False))) < 2
+        assert n.increase(1) == 1
+        n.log("admission request refused, closing the connection api=CreatePartitions")
     apr = 'kadmit_admission_decode_errors_total{api="AlterPartitionReassignments",version="0"}'
     with Bystander(rb.port), Counted(rb.k, apr) as n:
         hdr = struct.pack(">hhih", 45, 0, 9, 2) + b"rb" + b"\0"  # header v2: empty tags
