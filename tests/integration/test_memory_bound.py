@@ -170,7 +170,9 @@ def test_200_consumers_with_50mib_fetches_stay_under_the_pool_bound(mb):
               f"{max((x['memory_pool_used_bytes'] for x in pool_seen), default=0) / MiB:.1f} MiB, "
               f"records {final['records']} ({final['bytes'] / MiB:.0f} MiB, "
               f"{final['bytes'] / MiB / secs:.0f} MiB/s), records per 5 s {windows}, "
-              f"depleted time {metrics.get('kadmit_memory_pool_depleted_time_seconds_total')} s")
+              f"depleted time {metrics.get('kadmit_memory_pool_depleted_time_seconds_total')} s, "
+              f"reads paused for memory {metrics.get('kadmit_pool_waits')}, "
+              f"for slow writes {metrics.get('kadmit_backpressure_pauses')}")
     sys.stderr.write(f"\nmemory bound: {report}\n")
     (d / "report.txt").write_text(report + "\n")
     assert rc == 0 and not final["errors"], f"consumers failed: {final['errors']}"
