@@ -86,6 +86,25 @@ static void test_readyz_reports_the_proxys_reason_with_503(void **state)
     reply_free(&r);
 }
 
+static void test_get_pool_reports_the_kip81_figures(void **state)
+{
+    admin_harness_t *h = *state;
+    reply_t r;
+    json_t *doc;
+
+    assert_int_equal(http_call(h->port, "GET", "/v1/pool", NULL, NULL, &r), 200);
+    doc = body_json(&r);
+    assert_int_equal(json_integer_value(json_object_get(doc, "capacity_bytes")), 1024);
+    assert_int_equal(json_integer_value(json_object_get(doc, "memory_pool_free_bytes")), 768);
+    assert_int_equal(json_integer_value(json_object_get(doc, "memory_pool_used_bytes")), 256);
+    assert_true(json_real_value(json_object_get(doc, "memory_pool_avg_depleted_percent")) == 12.5);
+    assert_true(json_real_value(json_object_get(doc, "memory_pool_depleted_time_total_seconds")) ==
+                1.5);
+    assert_int_equal(json_integer_value(json_object_get(doc, "waiting_streams")), 2);
+    json_decref(doc);
+    reply_free(&r);
+}
+
 static void test_get_policy_returns_policy_version_and_reload_status(void **state)
 {
     admin_harness_t *h = *state;
@@ -467,6 +486,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_readyz_reports_the_proxys_reason_with_503, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_get_pool_reports_the_kip81_figures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_get_policy_returns_policy_version_and_reload_status,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_put_policy_replaces_the_whole_policy, setup, teardown),
