@@ -1,6 +1,6 @@
 """The KIP-81 memory bound: --buffer-memory 32MiB and 200 consumers with fetch.max.bytes 50 MiB.
 
-Its own 1-broker cluster on KADMIT_TEST_PORT_BASE + 160. A topic is pre-filled on the DIRECT
+Its own 1-broker cluster on KADMIT_TEST_PORT_BASE + 290. A topic is pre-filled on the DIRECT
 listener (MB_PREFILL_MIB, default 128 MiB in 8 partitions). The test first measures kadmit's
 fixed overhead: its RSS idle after startup, and the RSS added by 200 idle client connections
 (each with its upstream connection). Then 200 confluent-kafka consumers in one process
@@ -84,7 +84,7 @@ def mb():
         pytest.skip("RSS of an ASan build does not measure kadmit's bound; run with the release "
                     "binary")
     d = Path(tempfile.mkdtemp(prefix="kadmit-mb-"))
-    c = KafkaCluster(d, brokers=1, port_base_=port_base() + 160)
+    c = KafkaCluster(d, brokers=1, port_base_=port_base() + 290)
     n = c.node(1)
     k = Kadmit(binary, d, "kadmit", n.sidecar_port, n.client_port, n.admin_port,
                "--buffer-memory", "32MiB")

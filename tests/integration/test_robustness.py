@@ -1,6 +1,6 @@
 """Limits, hostile input and faults, against a real 1-broker KRaft cluster through kadmit.
 
-Its own cluster on KADMIT_TEST_PORT_BASE + 130 (one broker; ports of node 1, as in
+Its own cluster on KADMIT_TEST_PORT_BASE + 260 (one broker; ports of node 1, as in
 kafka_cluster.py). kadmit runs with --policy (so admission requests are decoded), a small
 --max-frame-bytes, --idle-timeout 3 and --max-inflight 32, and its metadata client reaches the
 broker through a plain TCP relay (--metadata-upstream) that a test can cut. Extra kadmit
@@ -78,7 +78,7 @@ def rb(request):
     if not binary.exists():
         pytest.fail(f"kadmit binary not found at {binary} (set KADMIT_BIN)", pytrace=False)
     d = Path(tempfile.mkdtemp(prefix="kadmit-rb-"))
-    c = KafkaCluster(d, brokers=1, port_base_=port_base() + 130)
+    c = KafkaCluster(d, brokers=1, port_base_=port_base() + 260)
     n = c.node(1)
     relay_port = n.sidecar_port + 8
     policy = d / "policy.json"
