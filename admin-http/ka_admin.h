@@ -64,6 +64,16 @@ typedef struct ka_admin_reload_status {
  * policy_apply. The rest may be NULL (the endpoint then says what is missing
  * or, for /metrics, leaves the proxy's part out).
  */
+/* The memory pool (--buffer-memory), with KIP-81's four figures. */
+typedef struct ka_admin_pool {
+    uint64_t capacity;
+    uint64_t free_bytes;          /* memory-pool-free */
+    uint64_t used_bytes;          /* memory-pool-used */
+    double avg_depleted_percent;  /* memory-pool-avg-depleted-percent */
+    double depleted_time_total_s; /* memory-pool-depleted-time-total */
+    uint64_t waiting_streams;     /* sockets paused until memory comes back */
+} ka_admin_pool_t;
+
 typedef struct ka_admin_ops {
     void *ctx; /* passed to every callback */
 
@@ -98,6 +108,10 @@ typedef struct ka_admin_ops {
     int (*metrics_render)(void *ctx, ka_admin_buf_t *out);
     /* True when kadmit can serve clients; otherwise a sentence in why. */
     bool (*ready)(void *ctx, char *why, size_t len);
+    /* The memory pool's KIP-81 figures, for GET /v1/pool. */
+    void (*pool_get)(void *ctx, ka_admin_pool_t *out);
+    /* Optional: a request did not arrive whole within its timeout (for a log line). */
+    void (*request_timed_out)(void *ctx, uint64_t timeout_ms);
 } ka_admin_ops_t;
 
 typedef struct ka_admin_server ka_admin_server_t;

@@ -45,6 +45,8 @@ static void handle_healthz(ka_admin_context_t *ctx, const ka_admin_request_t *re
                            ka_admin_response_t *res);
 static void handle_readyz(ka_admin_context_t *ctx, const ka_admin_request_t *req, const char *arg,
                           ka_admin_response_t *res);
+static void handle_pool(ka_admin_context_t *ctx, const ka_admin_request_t *req, const char *arg,
+                        ka_admin_response_t *res);
 
 static const struct route ROUTES[] = {
     {"/v1/policy",
@@ -65,6 +67,7 @@ static const struct route ROUTES[] = {
     {"/metrics", false, "GET", {{HTTP_GET, false, ka_admin_handle_metrics_get}}},
     {"/healthz", false, "GET", {{HTTP_GET, false, handle_healthz}}},
     {"/readyz", false, "GET", {{HTTP_GET, false, handle_readyz}}},
+    {"/v1/pool", false, "GET", {{HTTP_GET, false, handle_pool}}},
 };
 
 /* Token files usually end in a newline; a token never does. */
@@ -239,6 +242,26 @@ static void handle_readyz(ka_admin_context_t *ctx, const ka_admin_request_t *req
         return;
     }
     ka_admin_response_json(res, 200, json_pack("{s:s}", "status", "ready"));
+}
+
+static void handle_pool(ka_admin_context_t *ctx, const ka_admin_request_t *req, const char *arg,
+                        ka_admin_response_t *res)
+{
+    ka_admin_pool_t p = {0};
+
+    (void)req, (void)arg;
+    if (ctx->ops->pool_get == NULL) {
+        ka_admin_response_error(res, 503, "the proxy has no memory pool");
+        return;
+    }
+    ctx->ops->pool_get(ctx->ops->ctx, &p);
+    ka_admin_response_json(
+        res, 200,
+        json_pack("{s:I,s:I,s:I,s:f,s:f,s:I}", "capacity_bytes", (json_int_t)p.capacity,
+                  "memory_pool_free_bytes", (json_int_t)p.free_bytes, "memory_pool_used_bytes",
+                  (json_int_t)p.used_bytes, "memory_pool_avg_depleted_percent",
+                  p.avg_depleted_percent, "memory_pool_depleted_time_total_seconds",
+                  p.depleted_time_total_s, "waiting_streams", (json_int_t)p.waiting_streams));
 }
 
 void ka_admin_response_init(ka_admin_response_t *res)

@@ -166,9 +166,13 @@ static int conn_flush(ka_admin_conn_t *c)
 static void timer_cb(uv_timer_t *timer)
 {
     ka_admin_conn_t *c = timer->data;
+    const ka_admin_ops_t *ops = c->session.ctx->ops;
+    uint64_t timeouts = c->session.ctx->stats.request_timeouts;
     uv_buf_t buf;
 
     ka_admin_session_timeout(&c->session);
+    if (c->session.ctx->stats.request_timeouts != timeouts && ops->request_timed_out != NULL)
+        ops->request_timed_out(ops->ctx, c->session.ctx->cfg.request_timeout_ms);
     /* The client may not be reading either: try once, never wait. */
     if (c->session.out.len > 0 && c->writes_pending == 0 && !c->shutting_down) {
         buf = uv_buf_init(c->session.out.data, (unsigned int)c->session.out.len);

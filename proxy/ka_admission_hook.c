@@ -265,8 +265,8 @@ int ka_admission_start(ka_server_t *srv, ka_policy_t *policy, char *err, size_t 
     }
     a->srv = srv;
     a->policy = policy;
-    int rc = ka_mdc_start(srv->loop, (const struct sockaddr *)&srv->upstream_addr,
-                          srv->upstream_name, ka_policy_metadata_refresh_interval_ms(policy),
+    int rc = ka_mdc_start(srv->loop, (const struct sockaddr *)&srv->metadata_addr,
+                          srv->metadata_name, ka_policy_metadata_refresh_interval_ms(policy),
                           &srv->metrics, on_view, a, &a->mdc);
     if (rc < 0) {
         ka_reservations_free(a->ledger);

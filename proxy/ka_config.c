@@ -32,14 +32,19 @@ static int set_listen(ka_config_t *c, const char *v, char *e, size_t n)
     return ka_config_parse_hostport(v, &c->listen, e, n);
 }
 
-static int set_upstream(ka_config_t *c, const char *v, char *e, size_t n)
+static int set_broker_address(ka_hostport_t *field, const char *v, char *e, size_t n)
 {
-    int rc = ka_config_parse_hostport(v, &c->upstream, e, n);
-    if (rc == 0 && c->upstream.port == 0) {
-        snprintf(e, n, "the upstream port must not be 0");
+    int rc = ka_config_parse_hostport(v, field, e, n);
+    if (rc == 0 && field->port == 0) {
+        snprintf(e, n, "the broker's port must not be 0");
         return KA_EINVALID;
     }
     return rc;
+}
+
+static int set_upstream(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_broker_address(&c->upstream, v, e, n);
 }
 
 static int set_log_level(ka_config_t *c, const char *v, char *e, size_t n)
@@ -122,6 +127,20 @@ static int set_u32(uint32_t *field, uint64_t min, const char *v, char *e, size_t
 static int set_max_connections(ka_config_t *c, const char *v, char *e, size_t n)
 {
     return set_u32(&c->max_connections, 1, v, e, n);
+}
+
+static int set_max_inflight(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    uint64_t x;
+    int rc = parse_count(v, 1, 65536, &x, e, n); /* KA_INFLIGHT_MAX */
+    if (rc == 0)
+        c->max_inflight = (uint32_t)x;
+    return rc;
+}
+
+static int set_metadata_upstream(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_broker_address(&c->metadata_upstream, v, e, n);
 }
 
 static int set_idle_timeout(ka_config_t *c, const char *v, char *e, size_t n)
@@ -266,6 +285,10 @@ static const option_t options[] = {
      "bound on all buffered bytes, KIP-81 (default 256MiB)"},
     {"max-connections", "KADMIT_MAX_CONNECTIONS", set_max_connections, "N",
      "client connections beyond N are closed at once (default 10000)"},
+    {"max-inflight", "KADMIT_MAX_INFLIGHT", set_max_inflight, "N",
+     "stop reading a client with N requests in flight (default 1000)"},
+    {"metadata-upstream", "KADMIT_METADATA_UPSTREAM", set_metadata_upstream, "HOST:PORT",
+     "broker the metadata client asks (default: --upstream)"},
     {"idle-timeout", "KADMIT_IDLE_TIMEOUT", set_idle_timeout, "SECONDS",
      "close connections idle this long, 0 = never (default 600)"},
     {"drain-timeout", "KADMIT_DRAIN_TIMEOUT", set_drain_timeout, "SECONDS",
@@ -322,6 +345,7 @@ void ka_config_defaults(ka_config_t *cfg)
     cfg->max_frame_bytes = 100 * MiB;
     cfg->buffer_memory = 256 * MiB;
     cfg->max_connections = 10000;
+    cfg->max_inflight = 1000;
     cfg->idle_timeout_s = 600;
     cfg->drain_timeout_s = 25;
     snprintf(cfg->admin.host, sizeof(cfg->admin.host), "127.0.0.1");

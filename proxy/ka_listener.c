@@ -133,6 +133,11 @@ int ka_server_init(ka_server_t *srv, uv_loop_t *loop, const ka_config_t *cfg, ch
     int rc = resolve(&cfg->upstream, 0, &srv->upstream_addr, "--upstream", err, errlen);
     if (rc < 0)
         return rc;
+    const ka_hostport_t *md = cfg->metadata_upstream.set ? &cfg->metadata_upstream : &cfg->upstream;
+    snprintf(srv->metadata_name, sizeof(srv->metadata_name), "%s:%u", md->host, md->port);
+    rc = resolve(md, 0, &srv->metadata_addr, "--metadata-upstream", err, errlen);
+    if (rc < 0)
+        return rc;
     if ((rc = ka_server_tls_init(srv, err, errlen)) < 0)
         return rc;
 
@@ -196,6 +201,8 @@ void ka_server_drain(ka_server_t *srv)
 {
     if (!srv->draining && srv->on_drain != NULL)
         srv->on_drain(srv->on_drain_arg);
+    if (!srv->draining)
+        srv->drain_started_ms = uv_now(srv->loop);
     srv->draining = 1;
     if (srv->listening) {
         srv->listening = 0;
@@ -215,7 +222,8 @@ static void drain_finish_if_done(ka_server_t *srv)
 {
     if (!srv->draining || srv->sessions != NULL || uv_is_closing((uv_handle_t *)&srv->drain_timer))
         return;
-    ka_log(KA_LOG_INFO, "all connections closed, exiting");
+    ka_log(KA_LOG_INFO, "all connections closed, exiting",
+           KA_KI("drain_ms", uv_now(srv->loop) - srv->drain_started_ms));
     /* The signal handlers stay installed (but no longer keep the loop
      * alive) until ka_server_close, so a late SIGTERM cannot kill a process
      * that is already exiting cleanly. */

@@ -70,6 +70,7 @@ enum ka_leg_pause {
     KA_PAUSE_DRAIN = 1 << 3,        /* shutting down: no new requests */
     KA_PAUSE_DEFER = 1 << 4,        /* a held request waits for its handler (DEFER) */
     KA_PAUSE_TLS = 1 << 5,          /* client leg: the upstream TLS handshake is not done */
+    KA_PAUSE_INFLIGHT = 1 << 6,     /* --max-inflight requests await their responses */
 };
 
 struct ka_leg {
@@ -141,6 +142,7 @@ struct ka_session {
     int sasl_tokens_left;    /* raw SASL frames still expected from the client */
     int sasl_pending_tokens; /* mechanism's token count, until the handshake answer */
     int warned_unexpected;   /* logged one unexpected response already */
+    int warned_unknown_api;  /* logged one unknown API key already */
     char peer[64];           /* client address, for log lines */
 };
 
@@ -160,7 +162,9 @@ struct ka_server {
     int accept_deferred;
 
     struct sockaddr_storage upstream_addr;
-    char upstream_name[300]; /* HOST:PORT as configured, for log lines */
+    char upstream_name[300];               /* HOST:PORT as configured, for log lines */
+    struct sockaddr_storage metadata_addr; /* --metadata-upstream, else upstream_addr */
+    char metadata_name[300];
 
     ka_session_t *sessions;
     uint64_t next_session_id;
@@ -170,6 +174,7 @@ struct ka_server {
     void (*on_drain)(void *arg);
     void *on_drain_arg;
     uv_timer_t drain_timer;
+    uint64_t drain_started_ms; /* loop time of the signal, for the exit line */
     uv_signal_t sigterm, sigint;
 
     uv_idle_t resume_idle;

@@ -240,6 +240,14 @@ static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, s
         } else if (refuse_undecodable_version(s, h)) {
             return STEP_CLOSED;
         } else {
+            if (ka_api_info_find(h->api_key) == NULL) {
+                s->server->metrics.unknown_api_keys++;
+                if (!s->warned_unknown_api)
+                    ka_log(KA_LOG_WARN, "unknown API key, passed through to the broker",
+                           KA_KI("session", s->id), KA_KS("peer", s->peer),
+                           KA_KI("api_key", h->api_key), KA_KI("version", h->api_version));
+                s->warned_unknown_api = 1;
+            }
             const ka_intercept_entry_t *ie = ka_intercept_lookup(&s->server->intercept, h->api_key);
             if (ie && ie->buffer_request && ie->on_request) {
                 route = KA_ROUTE_HOLD;
@@ -492,6 +500,11 @@ static enum step on_end(ka_leg_t *src, ka_pbuf_t *pb, size_t *run, size_t off)
             src->pause |= KA_PAUSE_DRAIN;
             return STEP_PARK;
         }
+        if (ka_inflight_count(&s->inflight) >= s->server->cfg->max_inflight) {
+            src->pause |= KA_PAUSE_INFLIGHT;
+            s->server->metrics.inflight_pauses++;
+            return STEP_PARK;
+        }
         return STEP_GO;
     }
 
@@ -505,6 +518,11 @@ static enum step on_end(ka_leg_t *src, ka_pbuf_t *pb, size_t *run, size_t off)
             sasl_handshake_answered(s);
     }
     write_due_answers(s);
+    if ((s->client.pause & KA_PAUSE_INFLIGHT) &&
+        ka_inflight_count(&s->inflight) < s->server->cfg->max_inflight) {
+        s->client.pause &= ~KA_PAUSE_INFLIGHT;
+        ka_leg_schedule_resume(&s->client);
+    }
     return STEP_GO;
 }
 
@@ -624,7 +642,7 @@ void ka_relay_resume(ka_leg_t *leg)
             return;
         }
     }
-    if (leg->parked != NULL && !(leg->pause & KA_PAUSE_DRAIN)) {
+    if (leg->parked != NULL && !(leg->pause & (KA_PAUSE_DRAIN | KA_PAUSE_INFLIGHT))) {
         ka_pbuf_t *pb = leg->parked;
         leg->parked = NULL;
         ka_relay_process(leg, pb, leg->parked_off, leg->parked_len);

@@ -67,6 +67,15 @@ static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         return;
     }
     if (nread == UV_EOF) {
+        if (leg->is_client && leg->splitter.mode != KA_FRAME_OPAQUE &&
+            !ka_frame_at_boundary(&leg->splitter)) {
+            /* The frame can never complete; the broker would wait for it. */
+            s->server->metrics.frames_truncated++;
+            ka_log(KA_LOG_WARN, "client closed in the middle of a frame, closing",
+                   KA_KI("session", s->id), KA_KS("peer", s->peer));
+            ka_session_close(s, KA_LOG_DEBUG, "truncated frame", NULL);
+            return;
+        }
         leg->eof = 1;
         ka_leg_update_reading(leg);
         ka_log(KA_LOG_DEBUG, leg->is_client ? "client closed its side" : "upstream closed its side",
@@ -248,11 +257,21 @@ static void timer_cb(uv_timer_t *timer)
     }
     uint64_t idle_ms = (uint64_t)srv->cfg->idle_timeout_s * 1000;
     uint64_t quiet = uv_now(srv->loop) - s->last_activity_ms;
-    /* A request the broker is still working on is not idleness. */
-    if (ka_inflight_count(&s->inflight) > 0)
+    /* A request the broker is still working on is not idleness, unless the
+     * client went silent in the middle of sending one (a half-open peer). */
+    ka_leg_t *c = &s->client;
+    int stalled =
+        c->reading && c->splitter.mode != KA_FRAME_OPAQUE && !ka_frame_at_boundary(&c->splitter);
+    if (ka_inflight_count(&s->inflight) > 0 && !stalled)
         quiet = 0;
     if (quiet >= idle_ms) {
         srv->metrics.idle_timeouts++;
+        if (stalled) {
+            srv->metrics.frames_stalled++;
+            ka_log(KA_LOG_WARN, "client silent in the middle of a frame, closing",
+                   KA_KI("session", s->id), KA_KS("peer", s->peer),
+                   KA_KI("idle_timeout_s", srv->cfg->idle_timeout_s));
+        }
         ka_session_close(s, KA_LOG_INFO, "idle timeout, closing", NULL);
         return;
     }

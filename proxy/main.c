@@ -146,6 +146,24 @@ static int op_metrics_render(void *ctx, ka_admin_buf_t *out)
     return KA_EOVERFLOW;
 }
 
+static void op_pool_get(void *ctx, ka_admin_pool_t *out)
+{
+    ka_pool_t *pool = &((admin_state_t *)ctx)->srv->pool;
+    out->capacity = pool->capacity;
+    out->free_bytes = ka_pool_free_bytes(pool);
+    out->used_bytes = ka_pool_used_bytes(pool);
+    out->avg_depleted_percent = ka_pool_avg_depleted_percent(pool);
+    out->depleted_time_total_s = ka_pool_depleted_time_total_s(pool);
+    out->waiting_streams = ka_pool_waiters(pool);
+}
+
+static void op_request_timed_out(void *ctx, uint64_t timeout_ms)
+{
+    (void)ctx;
+    ka_log(KA_LOG_WARN, "admin request not complete within its timeout, closing",
+           KA_KI("timeout_ms", timeout_ms));
+}
+
 static bool op_ready(void *ctx, char *why, size_t len)
 {
     admin_state_t *st = ctx;
@@ -164,13 +182,13 @@ static bool op_ready(void *ctx, char *why, size_t len)
     }
     if (!ka_admission_upstream_connected(a)) {
         snprintf(why, len, "the metadata client is not connected to the broker at %s",
-                 srv->upstream_name);
+                 srv->metadata_name);
         return false;
     }
     ka_policy_t *policy = ka_admission_policy(a);
     ka_cluster_t *view = ka_admission_view(a);
     if (view == NULL) {
-        snprintf(why, len, "no cluster view from the broker at %s yet", srv->upstream_name);
+        snprintf(why, len, "no cluster view from the broker at %s yet", srv->metadata_name);
         return false;
     }
     int64_t now = ka_admission_now_ms(a);
@@ -242,6 +260,8 @@ static const ka_admin_ops_t admin_ops = {
     .clock_ms = op_clock_ms,
     .metrics_render = op_metrics_render,
     .ready = op_ready,
+    .pool_get = op_pool_get,
+    .request_timed_out = op_request_timed_out,
 };
 
 static int admin_start(admin_state_t *st, ka_admin_ops_t *ops, const ka_config_t *cfg,

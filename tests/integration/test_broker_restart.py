@@ -27,10 +27,16 @@ def test_producer_and_consumer_survive_broker_restart_through_kadmit(cluster, tm
     cluster.wait_all_isr()
 
 
-def test_producer_survives_broker_kill_through_kadmit(cluster, tmp_path, topic_name):
+def test_producer_and_consumer_survive_broker_kill_through_kadmit(cluster, tmp_path,
+                                                                 topic_name):
+    """SIGKILL (no controlled shutdown) under load, idempotent acks=all producer
+    (background_producer_perf's defaults): the topic holds exactly N records and a group
+    consumer through kadmit reads exactly N."""
     n, rate = 200_000, 15_000
     create_topic(cluster.bootstrap, topic_name, 3, 3)
     cluster.wait_topic_healthy(topic_name)
+    consumer = background_group_consumer(cluster.bootstrap, topic_name, n, tmp_path,
+                                         timeout_ms=90000)
     producer = background_producer_perf(cluster.bootstrap, topic_name, n, rate, tmp_path)
     try:
         time.sleep(4)
@@ -40,7 +46,9 @@ def test_producer_survives_broker_kill_through_kadmit(cluster, tmp_path, topic_n
         cluster.wait_ready(nodes=[3])
         res = finish_producer(producer, n, timeout=180)
         assert res["sent"] == n
-        assert end_offsets_total(cluster.bootstrap, topic_name) == n
+        assert end_offsets_total(cluster.bootstrap, topic_name) == n  # no duplicate, no loss
+        assert finish_consumer(consumer, n, timeout=120) == n
     finally:
         producer.kill()
+        consumer.kill()
     cluster.wait_all_isr()

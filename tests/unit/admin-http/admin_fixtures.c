@@ -96,6 +96,17 @@ static bool fake_ready(void *ctx, char *why, size_t len)
     return fake->ready;
 }
 
+static void fake_pool(void *ctx, ka_admin_pool_t *out)
+{
+    (void)ctx;
+    *out = (ka_admin_pool_t){.capacity = 1024,
+                             .free_bytes = 768,
+                             .used_bytes = 256,
+                             .avg_depleted_percent = 12.5,
+                             .depleted_time_total_s = 1.5,
+                             .waiting_streams = 2};
+}
+
 void fake_init(fake_proxy_t *fake)
 {
     memset(fake, 0, sizeof(*fake));
@@ -164,6 +175,7 @@ ka_admin_ops_t fake_ops(fake_proxy_t *fake)
         .clock_ms = fake_clock,
         .metrics_render = fake_metrics,
         .ready = fake_ready,
+        .pool_get = fake_pool,
     };
     return ops;
 }

@@ -86,6 +86,29 @@ static void test_readyz_reports_the_proxys_reason_with_503(void **state)
     reply_free(&r);
 }
 
+/* GET path, expecting 200 and a JSON body. */
+static json_t *get_json(const admin_harness_t *h, const char *path)
+{
+    reply_t r;
+    assert_int_equal(http_call(h->port, "GET", path, NULL, NULL, &r), 200);
+    json_t *doc = body_json(&r);
+    reply_free(&r);
+    return doc;
+}
+
+static void test_get_pool_reports_the_kip81_figures(void **state)
+{
+    json_t *doc = get_json(*state, "/v1/pool");
+    assert_int_equal(json_integer_value(json_object_get(doc, "capacity_bytes")), 1024);
+    assert_int_equal(json_integer_value(json_object_get(doc, "memory_pool_free_bytes")), 768);
+    assert_int_equal(json_integer_value(json_object_get(doc, "memory_pool_used_bytes")), 256);
+    assert_true(json_real_value(json_object_get(doc, "memory_pool_avg_depleted_percent")) == 12.5);
+    assert_true(json_real_value(json_object_get(doc, "memory_pool_depleted_time_total_seconds")) ==
+                1.5);
+    assert_int_equal(json_integer_value(json_object_get(doc, "waiting_streams")), 2);
+    json_decref(doc);
+}
+
 static void test_get_policy_returns_policy_version_and_reload_status(void **state)
 {
     admin_harness_t *h = *state;
@@ -520,6 +543,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_readyz_reports_the_proxys_reason_with_503, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_get_pool_reports_the_kip81_figures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_get_policy_returns_policy_version_and_reload_status,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_put_policy_replaces_the_whole_policy, setup, teardown),

@@ -27,9 +27,10 @@ static int parse(ka_config_t *cfg, int argc, const char **argv)
 static int clear_env(void **state)
 {
     (void)state;
-    const char *vars[] = {"KADMIT_LISTEN",    "KADMIT_UPSTREAM",         "KADMIT_BUFFER_MEMORY",
-                          "KADMIT_LOG_LEVEL", "KADMIT_MAX_CONNECTIONS",  "KADMIT_IDLE_TIMEOUT",
-                          "KADMIT_ADMIN",     "KADMIT_ADMIN_TOKEN_FILE", "KADMIT_ADMIN_TOKEN"};
+    const char *vars[] = {"KADMIT_LISTEN",      "KADMIT_UPSTREAM",         "KADMIT_BUFFER_MEMORY",
+                          "KADMIT_LOG_LEVEL",   "KADMIT_MAX_CONNECTIONS",  "KADMIT_IDLE_TIMEOUT",
+                          "KADMIT_ADMIN",       "KADMIT_ADMIN_TOKEN_FILE", "KADMIT_ADMIN_TOKEN",
+                          "KADMIT_MAX_INFLIGHT"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
         unsetenv(vars[i]);
     return 0;
@@ -91,6 +92,23 @@ static void test_every_flag_in_both_spellings(void **state)
     assert_int_equal(cfg.max_connections, 7);
     assert_int_equal(cfg.idle_timeout_s, 0);
     assert_int_equal(cfg.drain_timeout_s, 3);
+}
+
+static void test_inflight_and_metadata_upstream(void **state)
+{
+    (void)state;
+    ka_config_t cfg;
+    const char *d[] = {"kadmit", "--upstream", "h:1"};
+    assert_int_equal(parse(&cfg, 3, d), KA_CONFIG_RUN);
+    assert_int_equal(cfg.max_inflight, 1000);
+    assert_int_equal(cfg.metadata_upstream.set, 0);
+    setenv("KADMIT_MAX_INFLIGHT", "5", 1);
+    const char *a[] = {"kadmit", "--upstream", "h:1", "--metadata-upstream=m:2"};
+    assert_int_equal(parse(&cfg, 4, a), KA_CONFIG_RUN);
+    assert_int_equal(cfg.max_inflight, 5);
+    assert_string_equal(cfg.metadata_upstream.host, "m");
+    assert_int_equal(cfg.metadata_upstream.port, 2);
+    unsetenv("KADMIT_MAX_INFLIGHT");
 }
 
 static void test_environment_and_flags_win(void **state)
@@ -173,6 +191,10 @@ static void test_errors_name_flag_and_value(void **state)
     expect_error(2, a10, "stray: unexpected argument");
     const char *a11[] = {"kadmit", "--upstream", "h:0"};
     expect_error(3, a11, "must not be 0");
+    const char *a12[] = {"kadmit", "--upstream", "h:1", "--max-inflight", "65537"};
+    expect_error(5, a12, "--max-inflight 65537: must be between");
+    const char *a13[] = {"kadmit", "--upstream", "h:1", "--metadata-upstream", "h:0"};
+    expect_error(5, a13, "must not be 0");
 }
 
 static void test_admin_address_and_off(void **state)
@@ -340,6 +362,7 @@ int main(void)
         cmocka_unit_test_setup(test_defaults_and_required_upstream, clear_env),
         cmocka_unit_test_setup(test_every_flag_in_both_spellings, clear_env),
         cmocka_unit_test_setup(test_environment_and_flags_win, clear_env),
+        cmocka_unit_test_setup(test_inflight_and_metadata_upstream, clear_env),
         cmocka_unit_test_setup(test_size_suffixes, clear_env),
         cmocka_unit_test_setup(test_errors_name_flag_and_value, clear_env),
         cmocka_unit_test_setup(test_admin_address_and_off, clear_env),

@@ -3,6 +3,8 @@
  * real sockets: a request answered locally reaches the client only after
  * every earlier response (ARCHITECTURE invariant 1), is never forwarded,
  * and a handler can rewrite a request in place before it is forwarded.
+ * With --max-inflight 1 the same requests still arrive, in order, the client
+ * being paused after each one until its response came back.
  *
  * The proxy runs on this thread's libuv loop; a blocking fake broker and a
  * blocking client run on their own threads. The client ends the test by
@@ -140,9 +142,9 @@ static int handler(void *user, const ka_frame_header_t *hdr, uint8_t *frame, siz
     return 0;
 }
 
-static void test_local_answer_waits_for_earlier_responses(void **state)
+/* Runs the four pipelined requests through a proxy with --max-inflight = max_inflight. */
+static void run_relay(uint32_t max_inflight)
 {
-    (void)state;
     uv_loop_t loop;
     ka_config_t cfg;
     ka_server_t *srv = calloc(1, sizeof(*srv));
@@ -163,6 +165,9 @@ static void test_local_answer_waits_for_earlier_responses(void **state)
     snprintf(cfg.upstream.host, sizeof(cfg.upstream.host), "127.0.0.1");
     cfg.upstream.port = ntohs(sa.sin_port);
     cfg.log_level = KA_LOG_WARN;
+    cfg.max_inflight = max_inflight;
+    broker_frames = client_got = 0;
+    broker_saw_rewrite[0] = '\0';
     ka_log_setup(cfg.log_level, cfg.log_format);
     uv_loop_init(&loop);
     assert_int_equal(ka_server_init(srv, &loop, &cfg, err, sizeof(err)), 0);
@@ -194,14 +199,33 @@ static void test_local_answer_waits_for_earlier_responses(void **state)
     assert_int_equal(srv->metrics.local_answers, 1);
     assert_int_equal(srv->metrics.frames_intercepted, 2);
     assert_int_equal(ka_pool_used_bytes(&srv->pool), 0);
+    /* With one request in flight at a time, the client was paused at least
+     * while the slow first request was with the broker, and resumed. */
+    if (max_inflight == 1)
+        assert_true(srv->metrics.inflight_pauses >= 1);
+    else
+        assert_int_equal(srv->metrics.inflight_pauses, 0);
     assert_int_equal(uv_loop_close(&loop), 0);
     free(srv);
+}
+
+static void test_local_answer_waits_for_earlier_responses(void **state)
+{
+    (void)state;
+    run_relay(1000);
+}
+
+static void test_max_inflight_one_pauses_and_resumes_the_client(void **state)
+{
+    (void)state;
+    run_relay(1);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_local_answer_waits_for_earlier_responses),
+        cmocka_unit_test(test_max_inflight_one_pauses_and_resumes_the_client),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,185 @@
+"""The KIP-81 memory bound: --buffer-memory 32MiB and 200 consumers with fetch.max.bytes 50 MiB.
+
+Its own 1-broker cluster on KADMIT_TEST_PORT_BASE + 290. A topic is pre-filled on the DIRECT
+listener (MB_PREFILL_MIB, default 128 MiB in 8 partitions). The test first measures kadmit's
+fixed overhead: its RSS idle after startup, and the RSS added by 200 idle client connections
+(each with its upstream connection). Then 200 confluent-kafka consumers in one process
+(mb_consumers.py) fetch through kadmit for MB_SECONDS (default 30) while the test samples
+kadmit's peak RSS (VmHWM). It asserts:
+
+  - peak RSS <= 32 MiB + overhead (+ MB_SLACK_MIB for the allocator, default 4);
+  - no consumer saw an error, and records consumed kept increasing in every 5 s window;
+  - the pool's depletion figures moved (depleted time > 0) in /metrics and GET /v1/pool.
+
+RSS of a sanitizer build says nothing about kadmit's own bound (shadow memory, quarantine),
+so the test is skipped when KADMIT_BIN is an ASan build; CI runs it with the release binary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import kafka_wire  # noqa: E402
+from kadmit_proc import Kadmit, is_asan, proc_status  # noqa: E402
+from kafka_cluster import HOST, KafkaCluster, kadmit_bin, port_base  # noqa: E402
+
+MiB = 1024 * 1024
+POOL = 32 * MiB
+CONSUMERS = 200
+PARTITIONS = 8
+PREFILL_MIB = int(os.environ.get("MB_PREFILL_MIB", "128"))
+SECONDS = float(os.environ.get("MB_SECONDS", "30"))
+SLACK = int(os.environ.get("MB_SLACK_MIB", "4")) * MiB
+
+
+def _create_topic(port: int, topic: str, partitions: int) -> None:
+    body = struct.pack(">i", 1) + kafka_wire._str(topic) + struct.pack(">ihii", partitions, 1, 0, 0)
+    body += struct.pack(">i?", 30000, False)
+    with kafka_wire.Connection(HOST, port, timeout=30) as c:
+        _, resp = c.call(kafka_wire.request(19, 4, 1, body))
+    r = kafka_wire.Reader(resp)
+    r.take(">i")
+    (_, err, msg), = r.array(lambda: (r.string(), r.take(">h"), r.string()))
+    assert err == 0, (err, msg)
+
+
+def _prefill(bootstrap: str, topic: str, mib: int) -> None:
+    from confluent_kafka import Producer
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 20,
+                  "batch.size": 1024 * 1024, "queue.buffering.max.kbytes": 256 * 1024})
+    value = os.urandom(16 * 1024)
+    errors = []
+    for i in range(mib * 64):  # 16 KiB records
+        while True:
+            try:
+                p.produce(topic, value, partition=i % PARTITIONS,
+                          on_delivery=lambda e, m: e is not None and errors.append(e))
+                break
+            except BufferError:
+                p.poll(0.1)
+    assert p.flush(120) == 0 and not errors, errors[:3]
+
+
+@pytest.fixture(scope="module")
+def mb():
+    binary = kadmit_bin()
+    if not binary.exists():
+        pytest.fail(f"kadmit binary not found at {binary} (set KADMIT_BIN)", pytrace=False)
+    if is_asan(binary):
+        pytest.skip("RSS of an ASan build does not measure kadmit's bound; run with the release "
+                    "binary")
+    d = Path(tempfile.mkdtemp(prefix="kadmit-mb-"))
+    c = KafkaCluster(d, brokers=1, port_base_=port_base() + 290)
+    n = c.node(1)
+    k = Kadmit(binary, d, "kadmit", n.sidecar_port, n.client_port, n.admin_port,
+               "--buffer-memory", "32MiB")
+    ok = False
+    try:
+        c.start()
+        _create_topic(n.direct_port, "mb", PARTITIONS)
+        c.wait_topic_healthy("mb")
+        _prefill(f"{HOST}:{n.direct_port}", "mb", PREFILL_MIB)
+        k.start()
+        yield d, c, k
+        ok = True
+    finally:
+        k.stop()
+        c.stop()
+        if ok and not k.sanitizer_reports():
+            shutil.rmtree(d, ignore_errors=True)
+        else:
+            sys.stderr.write(f"\nmemory bound: cluster dir kept: {d}\n")
+
+
+def _overhead(k: Kadmit) -> tuple[int, int]:
+    """(RSS idle after startup, RSS added per client connection with its upstream)."""
+    time.sleep(0.5)
+    idle = proc_status(k.pid)["VmRSS"]
+    socks = []
+    for _ in range(CONSUMERS):
+        s = socket.create_connection((HOST, k.listen_port), timeout=5)
+        socks.append(s)
+    # each connection proves it is relayed (and so has its upstream leg) with one request
+    for i, s in enumerate(socks):
+        s.sendall(kafka_wire.api_versions_request(i))
+    for s in socks:
+        s.settimeout(10)
+        assert len(s.recv(65536)) > 8
+    time.sleep(0.5)
+    busy = proc_status(k.pid)["VmRSS"]
+    for s in socks:
+        s.close()
+    return idle, max(0, busy - idle) // CONSUMERS
+
+
+def test_200_consumers_with_50mib_fetches_stay_under_the_pool_bound(mb):
+    d, c, k = mb
+    idle, per_conn = _overhead(k)
+    # librdkafka opens a bootstrap connection and a broker connection per consumer
+    overhead = idle + 2 * CONSUMERS * per_conn
+    bound = POOL + overhead + SLACK
+
+    samples = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            st = proc_status(k.pid)
+            samples.append((time.monotonic(), st["VmRSS"], st["VmHWM"]))
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    p = subprocess.Popen([sys.executable, str(HERE / "mb_consumers.py"), f"{HOST}:{k.listen_port}",
+                          "mb", str(PARTITIONS), str(CONSUMERS), str(SECONDS)],
+                         stdout=subprocess.PIPE, stderr=open(d / "consumers.err", "wb"), text=True)
+    progress = []
+    pool_seen = []
+    for line in p.stdout:
+        progress.append(json.loads(line))
+        code, body = k.http("/v1/pool")
+        if code == 200:
+            pool_seen.append(json.loads(body))
+    rc = p.wait(60)
+    stop.set()
+    sampler.join(5)
+    # The kernel updates VmHWM lazily, so the peak is also taken from the 0.2 s samples.
+    hwm = max([proc_status(k.pid)["VmHWM"]] + [max(x[1], x[2]) for x in samples])
+    metrics = k.metrics()
+    final = progress[-1]
+    t_rec = [(x["t"], x["records"]) for x in progress if not x.get("final")]
+    windows = [b[1] - a[1] for a, b in zip(t_rec[::5], t_rec[5::5])]
+    secs = t_rec[-1][0] if t_rec else 1
+    report = (f"idle RSS {idle / MiB:.1f} MiB, per connection {per_conn / 1024:.1f} KiB, "
+              f"overhead {overhead / MiB:.1f} MiB, bound {bound / MiB:.1f} MiB, "
+              f"peak RSS {hwm / MiB:.1f} MiB, max pool used "
+              f"{max((x['memory_pool_used_bytes'] for x in pool_seen), default=0) / MiB:.1f} MiB, "
+              f"records {final['records']} ({final['bytes'] / MiB:.0f} MiB, "
+              f"{final['bytes'] / MiB / secs:.0f} MiB/s), records per 5 s {windows}, "
+              f"depleted time {metrics.get('kadmit_memory_pool_depleted_time_seconds_total')} s, "
+              f"reads paused for memory {metrics.get('kadmit_pool_waits')}, "
+              f"for slow writes {metrics.get('kadmit_backpressure_pauses')}")
+    sys.stderr.write(f"\nmemory bound: {report}\n")
+    (d / "report.txt").write_text(report + "\n")
+    assert rc == 0 and not final["errors"], f"consumers failed: {final['errors']}"
+    assert hwm <= bound, report
+    assert len(windows) >= 3 and all(w > 0 for w in windows), report
+    assert metrics["kadmit_memory_pool_depleted_time_seconds_total"] > 0, report
+    assert pool_seen and pool_seen[-1]["memory_pool_depleted_time_total_seconds"] > 0
+    assert max(x["memory_pool_used_bytes"] for x in pool_seen) <= POOL
+    assert k.alive() and not k.sanitizer_reports()
