@@ -4,10 +4,14 @@
  * frame (acks=-1, so a proxy expects an answer) of SIZE bytes in all. When an
  * answer arrives (matched in order, by correlation id), the next request goes.
  * After WARMUP seconds it measures for SECONDS and prints one JSON line:
- * request bytes per second, requests per second and latency percentiles.
+ * request bytes per second, requests per second, latency percentiles, and
+ * all_bytes: request and answer bytes of the whole run (for CPU per GB).
  *
  *   fwd_gen --connect HOST:PORT [--conns N] [--depth D] [--size S]
- *           [--seconds T] [--warmup W]
+ *           [--seconds T] [--warmup W] [--requests R]
+ *
+ * With --requests R the run ends after R answers (a fixed workload, for
+ * profiling), or after T seconds, whichever comes first; no warmup then.
  *
  * Single-threaded, epoll. Exit code 1 when a connection fails.
  */
@@ -40,9 +44,12 @@ static struct {
     int conns, depth;
     uint32_t size;
     double seconds, warmup;
+    uint64_t max_requests; /* 0: no limit */
+    uint64_t answered;
     uint8_t *templ; /* one request frame; the correlation id is patched per request */
     double t_start, t_stop;
     uint64_t reqs, bytes;
+    uint64_t all_bytes; /* request and answer bytes of the whole run, warmup included */
     double *lat;
     size_t nlat;
 } g = {.conns = 4, .depth = 8, .size = 1024, .seconds = 5, .warmup = 1};
@@ -83,7 +90,7 @@ static void send_one(conn_t *c, double now)
 }
 
 /* One answer came: record it, send the next request. */
-static int on_answer(conn_t *c, int32_t corr, double now)
+static int on_answer(conn_t *c, int32_t corr, uint64_t answer_bytes, double now)
 {
     if (c->inflight == 0 || corr != c->expect_corr) {
         fprintf(stderr, "%s: answer with correlation id %d, expected %d\n", PROG, corr,
@@ -94,6 +101,8 @@ static int on_answer(conn_t *c, int32_t corr, double now)
     double sent = c->sent_at[c->head];
     c->head = (c->head + 1) % g.depth;
     c->inflight--;
+    g.all_bytes += g.size + answer_bytes;
+    g.answered++;
     if (now >= g.t_start && now < g.t_stop) {
         g.reqs++;
         g.bytes += g.size;
@@ -116,7 +125,7 @@ static int on_readable(conn_t *c)
             uint64_t total = 4 + (uint64_t)ka_fwd_get_u32(f);
             if (c->in.len - c->in.off < total)
                 break;
-            if (on_answer(c, (int32_t)ka_fwd_get_u32(f + 4), now) < 0)
+            if (on_answer(c, (int32_t)ka_fwd_get_u32(f + 4), total, now) < 0)
                 return -1;
             c->in.off += (size_t)total;
         }
@@ -143,7 +152,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: %s --connect HOST:PORT [--conns N] [--depth D] [--size S] [--seconds T] "
-            "[--warmup W]\n",
+            "[--warmup W] [--requests R]\n",
             PROG);
     exit(2);
 }
@@ -166,6 +175,8 @@ int main(int argc, char **argv)
             g.seconds = atof(argv[++i]);
         else if (strcmp(argv[i], "--warmup") == 0)
             g.warmup = atof(argv[++i]);
+        else if (strcmp(argv[i], "--requests") == 0)
+            g.max_requests = strtoull(argv[++i], NULL, 10);
         else
             usage();
     }
@@ -181,6 +192,8 @@ int main(int argc, char **argv)
     int ep = epoll_create1(0);
     conn_t *cs = calloc((size_t)g.conns, sizeof(conn_t));
     double now = ka_fwd_now();
+    if (g.max_requests > 0)
+        g.warmup = 0;
     g.t_start = now + g.warmup;
     g.t_stop = g.t_start + g.seconds;
     for (int i = 0; i < g.conns; i++) {
@@ -198,7 +211,8 @@ int main(int argc, char **argv)
     }
 
     struct epoll_event evs[64];
-    while ((now = ka_fwd_now()) < g.t_stop) {
+    while ((now = ka_fwd_now()) < g.t_stop &&
+           (g.max_requests == 0 || g.answered < g.max_requests)) {
         int n = ka_fwd_wait(PROG, ep, evs, 64, 100);
         for (int i = 0; i < n; i++) {
             conn_t *c = evs[i].data.ptr;
@@ -217,12 +231,14 @@ int main(int argc, char **argv)
         }
     }
 
+    if (now < g.t_stop)
+        g.seconds = now - g.t_start;
     qsort(g.lat, g.nlat, sizeof(double), cmp_double);
     printf("{\"conns\": %d, \"depth\": %d, \"size\": %u, \"seconds\": %.3f, \"requests\": %llu, "
            "\"bytes_per_s\": %.0f, \"requests_per_s\": %.0f, \"p50_us\": %.1f, \"p99_us\": %.1f, "
-           "\"p999_us\": %.1f}\n",
+           "\"p999_us\": %.1f, \"all_bytes\": %llu}\n",
            g.conns, g.depth, g.size, g.seconds, (unsigned long long)g.reqs,
            (double)g.bytes / g.seconds, (double)g.reqs / g.seconds, pct(0.50), pct(0.99),
-           pct(0.999));
+           pct(0.999), (unsigned long long)g.all_bytes);
     return 0;
 }
