@@ -45,7 +45,8 @@ run() { # name tool
     wait_port "$front"
     "$build/bench/bench_fwd_gen" --connect "127.0.0.1:$front" --conns "$conns" --depth "$depth" \
         --size "$size" --requests "$requests" --seconds 600 >"$out/$name.$tool.gen.json"
-    kill -INT "$pid"
+    # the proxy itself (strace's child; valgrind runs it in its own process) stops on SIGTERM
+    kill -TERM "$(pgrep -P "$pid" || echo "$pid")"
     wait "$pid" || true
 }
 
@@ -60,8 +61,9 @@ for name in kadmit haproxy; do
     echo "   user-space instructions: $ir ($(awk -v a="$ir" -v b="$requests" 'BEGIN{printf "%.0f", a/b}') per request)"
     echo "   system calls: $calls ($(awk -v a="$calls" -v b="$requests" 'BEGIN{printf "%.2f", a/b}') per request)"
     echo "   top functions (self instructions):"
-    callgrind_annotate "$out/$name.callgrind" 2>/dev/null | awk '/file:function/ {s=1; getline; next} s && NF' | head -15 | sed 's/^/     /'
+    callgrind_annotate "$out/$name.callgrind" 2>/dev/null |
+        awk '/file:function/ {s=1; getline; next} s && NF && n++ < 15 {print "     " $0}'
     echo "   top system calls:"
-    awk '/^-+ -+/ {s++; next} s==1 && NF' "$out/$name.strace" | head -8 | sed 's/^/     /'
+    awk '/^-+ -+/ {s++; next} s==1 && NF && n++ < 8 {print "     " $0}' "$out/$name.strace"
 done
 echo "raw profiles in $out"
