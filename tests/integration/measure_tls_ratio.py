@@ -8,8 +8,7 @@ Runs kafka-producer-perf-test (1 KiB records, acks=all, security.protocol=SSL) a
 direct (the broker's DIRECTTLS listener) and through kadmit (which goes first alternates by
 round), ROUNDS times each, on a fresh
 1-partition topic per run, and prints each run, the medians and the ratio kadmit/direct.
-The first WARMUP records of a run are left out, from the perf tool's 5-second windows, as
-in measure_produce_ratio.sh.
+The first WARMUP records of a run are left out, from the perf tool's 5-second windows.
 
     KADMIT_BIN=build/kadmit KADMIT_TEST_PORT_BASE=0 RECORDS=500000 ROUNDS=3 \\
         python3 tests/integration/measure_tls_ratio.py

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# kadmit benchmark suite, end to end: builds kadmit and the forwarding tools, then runs
+# bench/suite.py (raw forwarding; Kafka producer/consumer direct, through kadmit and through
+# HAProxy; partition sweep; the policy at its limit) and writes
+# bench/results/<timestamp>/{results.md,results.json,*.png}.
+#
+#   bench/run.sh            the default suite (about 15 minutes on 2 busy cores)
+#   bench/run.sh --smoke    a quick check that the forwarding part and the output work
+#   bench/run.sh --only fwd,kafka,sweep,limit   a subset
+#
+# Parameters come from the environment (BENCH_*, listed in bench/suite.py), ports from
+# KADMIT_TEST_PORT_BASE. Needs haproxy and gnuplot (scripts/deps.sh), a JDK, and the Kafka
+# jars that tests/kafka/fetch.sh caches. Benchmarks are never run as tests.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${BUILD_DIR:-$root/build}"
+if [[ ! -f "$build/build.ninja" && ! -f "$build/Makefile" ]]; then
+    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+cmake --build "$build" --target kadmit bench_fwd_gen bench_fwd_sink >/dev/null
+export KADMIT_BIN="${KADMIT_BIN:-$build/kadmit}"
+export PYTHONDONTWRITEBYTECODE=1
+args=("$@")
+if [[ " $* " == *" --smoke "* && " $* " != *" --only "* ]]; then
+    args+=(--only fwd)
+fi
+exec python3 "$root/bench/suite.py" --build "$build/bench" "${args[@]}"
