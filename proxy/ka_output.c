@@ -10,6 +10,7 @@
  * Write requests are recycled through a per-server cache.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "ka_log.h"
 #include "ka_proxy.h"
@@ -104,6 +105,42 @@ void ka_output_send_raw(ka_leg_t *dst, ka_pbuf_t *pb, size_t len)
     submit(dst, w);
 }
 
+/*
+ * Writes what the socket takes at once and queues only the rest. uv_try_write
+ * writes nothing while earlier writes are queued, so order is kept; a write that
+ * completes here costs no write request, no callback and no change to the poll
+ * set. Returns nonzero when the session closed instead.
+ */
+static int submit_now(ka_leg_t *dst, ka_wreq_t *w)
+{
+    ka_session_t *s = dst->session;
+    int n = uv_try_write((uv_stream_t *)&dst->tcp, w->bufs, w->nbufs);
+    if (n <= 0) /* UV_EAGAIN, or an error uv_write reports the usual way */
+        return submit(dst, w);
+    size_t done = (size_t)n;
+    if (done == w->bytes) {
+        ka_output_release(s->server, w);
+        /* What write_cb would do. Not while the relay is still adding output: it
+         * checks for a pending shutdown itself when it is done. */
+        if (!s->processing)
+            ka_leg_maybe_shutdown(dst);
+        return 0;
+    }
+    uint32_t i = 0;
+    while (done >= w->bufs[i].len) { /* done < w->bytes: stops inside the slices */
+        done -= w->bufs[i].len;
+        ka_pbuf_unref(&s->server->pool, w->pbufs[i]);
+        i++;
+    }
+    w->bufs[i].base += done;
+    w->bufs[i].len -= done;
+    memmove(w->bufs, w->bufs + i, (w->nbufs - i) * sizeof(w->bufs[0]));
+    memmove(w->pbufs, w->pbufs + i, (w->nbufs - i) * sizeof(w->pbufs[0]));
+    w->nbufs -= i;
+    w->bytes -= (size_t)n;
+    return submit(dst, w);
+}
+
 void ka_output_flush(ka_leg_t *dst)
 {
     ka_wreq_t *w = dst->out;
@@ -115,12 +152,13 @@ void ka_output_flush(ka_leg_t *dst)
         return;
     }
     dst->out = NULL;
-    if (submit(dst, w))
+    size_t bytes = w->bytes;
+    if (submit_now(dst, w))
         return;
     if (dst->is_client)
-        s->server->metrics.bytes_broker_to_client += w->bytes;
+        s->server->metrics.bytes_broker_to_client += bytes;
     else
-        s->server->metrics.bytes_client_to_broker += w->bytes;
+        s->server->metrics.bytes_client_to_broker += bytes;
 }
 
 /* Queues bytes [a, b) of pb for writing to dst, merging with the last slice. */

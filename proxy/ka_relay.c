@@ -598,6 +598,12 @@ void ka_relay_process(ka_leg_t *src, ka_pbuf_t *pb, size_t off, size_t len)
         }
     }
     s->processing--;
+    if (s->state != KA_SESSION_CLOSING && s->processing == 0) {
+        /* A FIN waits for the bytes before it; flushes that completed at once
+         * left that check to here (ka_output.c). */
+        ka_leg_maybe_shutdown(dst);
+        ka_leg_maybe_shutdown(src);
+    }
     if (s->state != KA_SESSION_CLOSING)
         ka_session_maybe_finish(s);
 }
@@ -622,8 +628,8 @@ static int resume_deferred(ka_leg_t *leg)
         return 1;
     if (s->draining && leg->is_client)
         leg->pause |= KA_PAUSE_DRAIN;
-    if (leg->eof)
-        ka_leg_maybe_shutdown(leg->peer); /* a FIN that waited for the deferred frame */
+    ka_leg_maybe_shutdown(leg->peer); /* a FIN that waited for the deferred frame */
+    ka_leg_maybe_shutdown(leg);       /* or for local answers written at once */
     ka_session_maybe_finish(s);
     return s->state == KA_SESSION_CLOSING;
 }
