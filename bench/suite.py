@@ -68,6 +68,7 @@ PARAMS = {
     "BENCH_SWEEP_RECORDS": (150000, 0, "producer records per sweep run (after warmup)"),
     "BENCH_SWEEP_WARMUP": (50000, 0, "warmup records per sweep run"),
     "BENCH_LIMIT_HEADROOM": (100, 0, "limit run: max.broker.partitions = current + this (0: skip)"),
+    "BENCH_TLS_RECORDS": (300000, 20000, "producer records per TLS run, both legs TLS (0: skip)"),
 }
 
 OFF_FWD_SINK, OFF_FWD_KADMIT, OFF_FWD_HAPROXY = 31000, 31010, 31020
@@ -534,6 +535,33 @@ def ratio(a: float, b: float) -> float:
     return a / b if b else float("nan")
 
 
+TLS_ROUND = re.compile(r"^round (\d+) (direct|kadmit)\s+([\d.]+) records/s", re.M)
+
+
+def bench_tls(p: dict) -> dict:
+    """TLS on both legs: the producer through kadmit (TLS toward the client and toward the
+    broker) against TLS direct to the broker, in interleaved rounds (bench/tls_ratio.py, which
+    starts its own broker with an SSL listener)."""
+    env = dict(os.environ, RECORDS=str(p["BENCH_TLS_RECORDS"]), ROUNDS=str(p["BENCH_ROUNDS"]))
+    log(f"tls: {p['BENCH_TLS_RECORDS']} records x {p['BENCH_ROUNDS']} rounds per path")
+    run = subprocess.run([sys.executable, str(HERE / "tls_ratio.py")], env=env, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=3600)
+    if LOGS:
+        (LOGS[0] / "tls_ratio.txt").write_text(run.stdout)
+    if run.returncode != 0:
+        raise RuntimeError(f"bench/tls_ratio.py exit {run.returncode}:\n{run.stdout[-3000:]}")
+    rounds: dict[str, list[float]] = {"direct": [], "kadmit": []}
+    for m in TLS_ROUND.finditer(run.stdout):
+        rounds[m.group(2)].append(float(m.group(3)))
+    median = {k: statistics.median(v) for k, v in rounds.items()}
+    cpu = re.search(r"\(([\d.]+) ms/MB", run.stdout)
+    out = {"records": p["BENCH_TLS_RECORDS"], "rounds": rounds, "median": median,
+           "ratio": median["kadmit"] / median["direct"],
+           "kadmit_cpu_ms_per_mb": float(cpu.group(1)) if cpu else None}
+    log(f"tls: kadmit/direct {out['ratio']:.3f}")
+    return out
+
+
 def write_outputs(res: dict, out: Path) -> None:
     (out / "results.json").write_text(json.dumps(res, indent=1) + "\n")
     plots(res, out)
@@ -612,6 +640,21 @@ def markdown(res: dict) -> str:
                      f"{sh_['median'][x]['p999_us']:.0f}", f"{sh_['median'][x]['cpu_s_per_gb']:.2f}",
                      "" if x == "direct" else f"{1e3 / sh_['median'][x]['cpu_s_per_gb']:.0f}"]
                     for sh_ in fwd["shapes"] for x in PATHS])
+    tls = res.get("tls")
+    if tls:
+        rec = 1024  # bench/tls_ratio.py sends 1 KiB records
+        L += ["## Producer over TLS on both legs", "",
+              f"{tls['records']} records of 1 KiB per run (the first tenth left out as warmup), "
+              "acks=all, 1 partition; the client speaks TLS to kadmit and kadmit TLS to the "
+              f"broker's SSL listener, against TLS direct; medians of {len(tls['rounds']['direct'])}"
+              " interleaved rounds (bench/tls_ratio.py).", ""]
+        L += table(["path", "records/s", "MB/s", "ratio to direct", "rounds (records/s)"],
+                   [[x, f"{tls['median'][x]:.0f}", f"{tls['median'][x] * rec / 1e6:.1f}",
+                     f"{tls['median'][x] / tls['median']['direct']:.3f}",
+                     ", ".join(f"{v:.0f}" for v in tls["rounds"][x])] for x in ("direct", "kadmit")])
+        if tls.get("kadmit_cpu_ms_per_mb") is not None:
+            L += [f"kadmit's CPU: {tls['kadmit_cpu_ms_per_mb']:.2f} ms per MB produced through it "
+                  "(decrypt and re-encrypt included).", ""]
     sw = res.get("sweep")
     if sw:
         L += ["## Partition sweep (producer, steady state)", "",
@@ -773,7 +816,7 @@ def main() -> int:
     ap.add_argument("--smoke", action="store_true", help="a tiny run (< 60 s) that checks the "
                     "suite works; the numbers mean nothing")
     ap.add_argument("--out", help="output directory (default bench/results/<timestamp>)")
-    ap.add_argument("--only", default="fwd,kafka,sweep,limit",
+    ap.add_argument("--only", default="fwd,kafka,sweep,limit,tls",
                     help="comma-separated parts to run (default all)")
     ap.add_argument("--build", default=str(ROOT / "build" / "bench"),
                     help="directory with bench_fwd_gen and bench_fwd_sink")
@@ -832,6 +875,8 @@ def main() -> int:
                     res["limit"] = bench_limit(k, p, workdir)
             finally:
                 k.stop()
+        if "tls" in parts and p["BENCH_TLS_RECORDS"] > 0:
+            res["tls"] = bench_tls(p)
     finally:
         if args.merge and res.get("sessions"):
             res["sessions"][-1] |= {"load_end": load_triplet(), "wall_s": time.monotonic() - t0}

@@ -11,7 +11,9 @@ round), ROUNDS times each, on a fresh
 The first WARMUP records of a run are left out, from the perf tool's 5-second windows.
 
     KADMIT_BIN=build/kadmit KADMIT_TEST_PORT_BASE=0 RECORDS=500000 ROUNDS=3 \\
-        python3 tests/integration/measure_tls_ratio.py
+        python3 bench/tls_ratio.py
+
+bench/run.sh runs it as its "tls" part (bench/suite.py) and reports it with the other paths.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
 
 import clients  # noqa: E402
 import tls_certs  # noqa: E402
