@@ -27,8 +27,10 @@ Processes started by the CLI outlive it; their pids are kept in DIR.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -82,6 +84,28 @@ def tool(name: str) -> str:
     """Path of a Kafka CLI wrapper in tests/kafka/bin."""
     return str(KAFKA_BIN / name)
 
+
+
+@contextlib.contextmanager
+def own_cluster(d: Path, c: "KafkaCluster", sc: "Sidecars", label: str, request):
+    """The teardown of a test module's own cluster, around its fixture's yield: stops the
+    sidecars and the brokers, keeps the directory `d` (and says where) when a test of the
+    module failed or a sidecar had problems, removes it otherwise, and fails on sidecar
+    problems (an exit, a sanitizer report)."""
+    failed = True
+    try:
+        before = request.session.testsfailed
+        yield
+        failed = request.session.testsfailed > before
+    finally:
+        sc.stop()
+        c.stop()
+        problems = [p for s in sc.items for p in s.problems(expect_alive=False)]
+        if problems or failed:
+            sys.stderr.write(f"\n{label}: cluster dir kept: {d}\n")
+        else:
+            shutil.rmtree(d, ignore_errors=True)
+        assert not problems, "kadmit sidecar problems:\n" + "\n".join(problems)
 
 def port_open(port: int, host: str = HOST, timeout: float = 0.5) -> bool:
     try:

@@ -16,7 +16,6 @@ session cluster (+0) or the admission suite's (+100).
 from __future__ import annotations
 
 import json
-import shutil
 import stat
 import sys
 import tempfile
@@ -33,7 +32,7 @@ import clients  # noqa: E402
 from admin_client import (curl, curl_status_body, get_json, http, spawn_sidecar,  # noqa: E402
                           wait_ready)
 from kafka_cluster import HOST, KafkaCluster, Sidecars, kadmit_bin, port_base  # noqa: E402
-from kafka_cluster import port_open, tail  # noqa: E402
+from kafka_cluster import own_cluster, port_open, tail  # noqa: E402
 
 prometheus_parser = pytest.importorskip(
     "prometheus_client.parser", reason="prometheus-client is missing: run scripts/deps.sh")
@@ -97,23 +96,11 @@ def env(request):
     # Sidecar 3's policy file is read-only, as a ConfigMap mount is (root could still write
     # it; --state-file is what keeps kadmit from trying).
     e.policy_file(3).chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
-    failed = True
-    try:
+    with own_cluster(d, c, sc, "admin integration", request):
         # The sidecars first: their brokers are not up yet.
         for n in c.nodes:
             e.start_sidecar(n.id)
-        failures_before = request.session.testsfailed
         yield e
-        failed = request.session.testsfailed > failures_before
-    finally:
-        sc.stop()
-        c.stop()
-        problems = [p for s in sc.items for p in s.problems(expect_alive=False)]
-        if problems or failed:
-            sys.stderr.write(f"\nadmin integration: cluster dir kept: {d}\n")
-        else:
-            shutil.rmtree(d, ignore_errors=True)
-        assert not problems, "kadmit sidecar problems:\n" + "\n".join(problems)
 
 
 def test_readyz_before_and_after_the_first_cluster_view(env: Env):

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import struct
 import subprocess
 import sys
@@ -34,8 +33,8 @@ sys.path.insert(0, str(HERE))
 
 import clients  # noqa: E402
 import kafka_wire  # noqa: E402
-from kafka_cluster import (HOST, KafkaCluster, Sidecars, kadmit_bin, port_base,  # noqa: E402
-                           port_open, tail)
+from kafka_cluster import (HOST, KafkaCluster, Sidecars, kadmit_bin,  # noqa: E402
+                           own_cluster, port_base, port_open, tail)
 
 REJECT = "Cannot satisfy request without exceeding the max.broker.partitions limit"
 
@@ -134,7 +133,7 @@ class Adm:
 
 
 @pytest.fixture(scope="module")
-def adm():
+def adm(request):
     binary = kadmit_bin()
     if not binary.exists():
         pytest.fail(f"kadmit binary not found at {binary} (set KADMIT_BIN)", pytrace=False)
@@ -148,22 +147,11 @@ def adm():
     java_dir.mkdir()
     clients.run(["javac", "-nowarn", "-cp", str(c.home / "libs" / "*"), "-d", str(java_dir),
                  str(HERE / "java" / "AdmissionClient.java")], timeout=180)
-    failed = True
-    try:
+    with own_cluster(d, c, sc, "admission integration", request):
         c.start()
         a = Adm(c, sc, java_dir)
         a.apply_policy({1: 1000, 2: 1000, 3: 1000})
         yield a
-        failed = False
-    finally:
-        sc.stop()
-        c.stop()
-        problems = [p for s in sc.items for p in s.problems(expect_alive=False)]
-        if problems or failed:
-            sys.stderr.write(f"\nadmission integration: cluster dir kept: {d}\n")
-        else:
-            shutil.rmtree(d, ignore_errors=True)
-        assert not problems, "kadmit sidecar problems:\n" + "\n".join(problems)
 
 
 @pytest.fixture(autouse=True)

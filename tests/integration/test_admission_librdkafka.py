@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gc
 import re
-import shutil
 import sys
 import tempfile
 import time
@@ -24,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import clients  # noqa: E402
-from kafka_cluster import KafkaCluster, Sidecars, kadmit_bin, port_base  # noqa: E402
+from kafka_cluster import KafkaCluster, Sidecars, kadmit_bin, own_cluster, port_base  # noqa: E402
 from test_admission_e2e import REJECT, Adm, assert_within, name  # noqa: E402
 
 try:
@@ -40,7 +39,7 @@ TIMEOUT = 60.0
 
 
 @pytest.fixture(scope="module")
-def adm():
+def adm(request):
     if confluent_kafka is None:
         yield None
         return
@@ -51,22 +50,11 @@ def adm():
     d = Path(tempfile.mkdtemp(prefix="kadmit-rdk-"))
     c = KafkaCluster(d, brokers=3, port_base_=port_base() + 100)  # as test_admission_e2e
     sc = Sidecars(c, binary)
-    failed = True
-    try:
+    with own_cluster(d, c, sc, "librdkafka admission", request):
         c.start()
         a = Adm(c, sc, java_dir=d)
         a.apply_policy({1: 1000, 2: 1000, 3: 1000})
         yield a
-        failed = False
-    finally:
-        sc.stop()
-        c.stop()
-        problems = [p for s in sc.items for p in s.problems(expect_alive=False)]
-        if problems or failed:
-            sys.stderr.write(f"\nlibrdkafka admission: cluster dir kept: {d}\n")
-        else:
-            shutil.rmtree(d, ignore_errors=True)
-        assert not problems, "kadmit sidecar problems:\n" + "\n".join(problems)
 
 
 @pytest.fixture(autouse=True)

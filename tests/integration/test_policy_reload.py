@@ -32,7 +32,8 @@ sys.path.insert(0, str(HERE))
 import clients  # noqa: E402
 from admin_client import (get_json, http, policy_version, spawn_sidecar,  # noqa: E402
                           wait_policy_version_above, wait_ready)
-from kafka_cluster import KafkaCluster, Sidecars, kadmit_bin, port_base, port_open  # noqa: E402
+from kafka_cluster import (KafkaCluster, Sidecars, kadmit_bin, own_cluster,  # noqa: E402
+                           port_base, port_open)
 
 prometheus_parser = pytest.importorskip(
     "prometheus_client.parser", reason="prometheus-client is missing: run scripts/deps.sh")
@@ -146,23 +147,11 @@ def env(request):
     e.dir.mkdir()
     e.configmap_swap(policy_doc(HIGH))
     os.symlink("..data/policy.json", e.path)
-    failed = True
-    try:
+    with own_cluster(d, c, sc, "policy reload integration", request):
         c.start()
         spawn_sidecar(e.sidecar, e.path, token_file)
         wait_ready(e.port)
-        failures_before = request.session.testsfailed
         yield e
-        failed = request.session.testsfailed > failures_before
-    finally:
-        sc.stop()
-        c.stop()
-        problems = [p for s in sc.items for p in s.problems(expect_alive=False)]
-        if problems or failed:
-            sys.stderr.write(f"\npolicy reload integration: cluster dir kept: {d}\n")
-        else:
-            shutil.rmtree(d, ignore_errors=True)
-        assert not problems, "kadmit sidecar problems:\n" + "\n".join(problems)
 
 
 def test_configmap_symlink_swap_governs_the_next_create(env: Env):
