@@ -219,3 +219,12 @@ def metadata(host: str, port: int, timeout: float = 5.0, topics: list[str] | Non
     with Connection(host, port, timeout) as c:
         _, body = c.call(metadata_request(1, topics))
         return parse_metadata_v4(body)
+
+
+def fetch_v4(cid: int, topic: str, partition: int, offset: int, max_wait_ms: int = 500,
+             max_bytes: int = 1024 * 1024) -> bytes:
+    """A Fetch v4 request for one partition (replica -1, read uncommitted)."""
+    body = struct.pack(">iiiib", -1, max_wait_ms, 1, max_bytes, 0)
+    body += struct.pack(">i", 1) + _str(topic)
+    body += struct.pack(">i", 1) + struct.pack(">iqi", partition, offset, max_bytes)
+    return request(1, 4, cid, body)

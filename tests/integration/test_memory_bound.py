@@ -4,8 +4,9 @@ Its own 1-broker cluster on KADMIT_TEST_PORT_BASE + 290. A topic is pre-filled o
 listener (MB_PREFILL_MIB, default 128 MiB in 8 partitions). The test first measures kadmit's
 fixed overhead: its RSS idle after startup, and the RSS added by 200 idle client connections
 (each with its upstream connection). Then 200 confluent-kafka consumers in one process
-(mb_consumers.py) fetch through kadmit for MB_SECONDS (default 30) while the test samples
-kadmit's peak RSS (VmHWM). It asserts:
+(mb_consumers.py) fetch through kadmit for MB_SECONDS (default 30), beside MB_STALLED (default
+50) clients that send large fetches and never read the answers, while the test samples kadmit's
+peak RSS (VmHWM). It asserts:
 
   - peak RSS <= 32 MiB + overhead (+ MB_SLACK_MIB for the allocator, default 4);
   - no consumer saw an error, and records consumed kept increasing in every 5 s window;
@@ -45,6 +46,26 @@ PARTITIONS = 8
 PREFILL_MIB = int(os.environ.get("MB_PREFILL_MIB", "128"))
 SECONDS = float(os.environ.get("MB_SECONDS", "30"))
 SLACK = int(os.environ.get("MB_SLACK_MIB", "4")) * MiB
+# Clients that ask for large fetches and never read the answers. Once the kernel's socket
+# buffers are full, kadmit holds at most its write high watermark (512 KiB) and a read buffer
+# for each (measured: about 0.56 MiB), and that is all they can pin: 50 of them hold about
+# 28 MiB of the 28.8 MiB general share, so the 200 consumers' reads run the pool dry while
+# memory keeps cycling among them. Without them, kadmit writes what the socket takes at once and
+# 200 fast consumers never deplete the pool on a quiet machine.
+STALLED = int(os.environ.get("MB_STALLED", "50"))
+
+
+def _stall(port: int, n: int) -> list[socket.socket]:
+    socks = []
+    for i in range(n):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.settimeout(5)
+        s.connect((HOST, port))
+        for j in range(4):
+            s.sendall(kafka_wire.fetch_v4(j, "mb", i % PARTITIONS, 0, max_bytes=8 * MiB))
+        socks.append(s)
+    return socks
 
 
 def _create_topic(port: int, topic: str, partitions: int) -> None:
@@ -131,7 +152,7 @@ def test_200_consumers_with_50mib_fetches_stay_under_the_pool_bound(mb):
     d, c, k = mb
     idle, per_conn = _overhead(k)
     # librdkafka opens a bootstrap connection and a broker connection per consumer
-    overhead = idle + 2 * CONSUMERS * per_conn
+    overhead = idle + (2 * CONSUMERS + STALLED) * per_conn
     bound = POOL + overhead + SLACK
 
     samples = []
@@ -145,6 +166,8 @@ def test_200_consumers_with_50mib_fetches_stay_under_the_pool_bound(mb):
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
+    stalled = _stall(k.listen_port, STALLED)
+    time.sleep(2)  # their kernel buffers fill, then kadmit holds their share
     p = subprocess.Popen([sys.executable, str(HERE / "mb_consumers.py"), f"{HOST}:{k.listen_port}",
                           "mb", str(PARTITIONS), str(CONSUMERS), str(SECONDS)],
                          stdout=subprocess.PIPE, stderr=open(d / "consumers.err", "wb"), text=True)
@@ -156,6 +179,8 @@ def test_200_consumers_with_50mib_fetches_stay_under_the_pool_bound(mb):
         if code == 200:
             pool_seen.append(json.loads(body))
     rc = p.wait(60)
+    for s_ in stalled:
+        s_.close()
     stop.set()
     sampler.join(5)
     # The kernel updates VmHWM lazily, so the peak is also taken from the 0.2 s samples.
@@ -173,7 +198,8 @@ def test_200_consumers_with_50mib_fetches_stay_under_the_pool_bound(mb):
               f"{final['bytes'] / MiB / secs:.0f} MiB/s), records per 5 s {windows}, "
               f"depleted time {metrics.get('kadmit_memory_pool_depleted_time_seconds_total')} s, "
               f"reads paused for memory {metrics.get('kadmit_pool_waits')}, "
-              f"for slow writes {metrics.get('kadmit_backpressure_pauses')}")
+              f"for slow writes {metrics.get('kadmit_backpressure_pauses')}, "
+              f"{STALLED} clients not reading their fetches")
     sys.stderr.write(f"\nmemory bound: {report}\n")
     (d / "report.txt").write_text(report + "\n")
     assert rc == 0 and not final["errors"], f"consumers failed: {final['errors']}"

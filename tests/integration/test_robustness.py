@@ -214,12 +214,7 @@ def parse_apr_v0_error(resp: bytes) -> tuple[int, str]:
     return err, msg
 
 
-def fetch_v4(cid: int, topic: str, partition: int, offset: int, max_wait_ms: int = 500,
-             max_bytes: int = 1024 * 1024) -> bytes:
-    body = struct.pack(">iiiib", -1, max_wait_ms, 1, max_bytes, 0)
-    body += struct.pack(">i", 1) + kafka_wire._str(topic)
-    body += struct.pack(">i", 1) + struct.pack(">iqi", partition, offset, max_bytes)
-    return kafka_wire.request(1, 4, cid, body)
+fetch_v4 = kafka_wire.fetch_v4
 
 
 def parse_fetch_v4(body: bytes) -> tuple[int, int, int]:
