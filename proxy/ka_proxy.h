@@ -20,7 +20,6 @@
 #include "ka_frame.h"
 #include "ka_inflight.h"
 #include "ka_intercept.h"
-#include "ka_metadata_client.h"
 #include "ka_metrics.h"
 #include "ka_pool.h"
 #include "ka_transport.h"
@@ -186,7 +185,7 @@ struct ka_server {
     ka_tls_source_t *tls_clients;   /* --tls-cert: TLS toward clients, else NULL */
     ka_tls_source_t *tls_upstream;  /* --upstream-tls: TLS toward the broker, else NULL */
     uv_timer_t tls_reload_timer;    /* polls the certificate files for changes */
-    ka_mdc_security_t mdc_security; /* TLS and SASL of kadmit's own metadata connection */
+    ka_upstream_security_t mdc_security; /* TLS and SASL of kadmit's own metadata connection */
     int tls_timer_open;
 };
 

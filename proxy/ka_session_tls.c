@@ -89,7 +89,7 @@ int ka_server_tls_init(ka_server_t *srv, char *err, size_t errlen)
         ka_log(KA_LOG_INFO, "TLS toward the broker", KA_KS("server_name", st.server_name),
                KA_KS("verify", cfg->upstream_verify ? "on" : "off"));
     }
-    ka_mdc_security_t *sec = &srv->mdc_security;
+    ka_upstream_security_t *sec = &srv->mdc_security;
     sec->tls = srv->tls_upstream;
     if (cfg->metadata_sasl_mechanism[0] != '\0') {
         if (ka_config_load_sasl_password(cfg, sec->password, sizeof(sec->password), err, errlen) <

@@ -84,4 +84,16 @@ const char *ka_transport_error(const ka_transport_t *t);
 /* "TLSv1.3 TLS_AES_256_GCM_SHA384" once established. */
 void ka_transport_describe(const ka_transport_t *t, char *out, size_t cap);
 
+/*
+ * TLS and SASL of kadmit's own connections to the broker (the metadata
+ * client, and the control plane's other clients): the upstream TLS source
+ * the sessions use, and the SASL identity of --metadata-sasl-*.
+ */
+typedef struct ka_upstream_security {
+    ka_tls_source_t *tls; /* TLS toward the broker, or NULL (not owned) */
+    char mechanism[32];   /* "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", or "" for none */
+    char username[256];
+    char password[512];
+} ka_upstream_security_t;
+
 #endif

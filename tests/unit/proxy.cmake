@@ -1,5 +1,4 @@
-# proxy/ unit tests: the frame splitter, the in-flight queue, the memory
-# pool, configuration, metrics; and an end-to-end forwarding script against
+# proxy/ unit tests: the frame splitter, the in-flight queue, the relay; and an end-to-end forwarding script against
 # a tiny framed server (python3).
 set(KA_PROXY_TEST_DIR ${CMAKE_CURRENT_LIST_DIR}/proxy)
 if(TARGET ka_proxy_core)
@@ -8,27 +7,15 @@ if(TARGET ka_proxy_core)
     LIBS ka_proxy_core)
   ka_unit_test(test_proxy_inflight
     SOURCES ${KA_PROXY_TEST_DIR}/test_inflight.c LIBS ka_proxy_core)
-  ka_unit_test(test_proxy_pool
-    SOURCES ${KA_PROXY_TEST_DIR}/test_pool.c LIBS ka_proxy_core)
-  ka_unit_test(test_proxy_config
-    SOURCES ${KA_PROXY_TEST_DIR}/test_config.c LIBS ka_proxy_core)
-  ka_unit_test(test_proxy_metrics
-    SOURCES ${KA_PROXY_TEST_DIR}/test_metrics.c LIBS ka_proxy_core)
-  ka_unit_test(test_proxy_admission
-    SOURCES ${KA_PROXY_TEST_DIR}/test_admission.c LIBS ka_proxy_core)
-  ka_unit_test(test_proxy_scram
-    SOURCES ${KA_PROXY_TEST_DIR}/test_scram.c LIBS ka_proxy_core)
 endif()
-if(TARGET ka_proxy_runtime)
+if(TARGET ka_proxy)
   find_package(Threads REQUIRED)
   ka_unit_test(test_proxy_relay
-    SOURCES ${KA_PROXY_TEST_DIR}/test_relay.c ${KA_PROXY_TEST_DIR}/socket_fixtures.c LIBS ka_proxy_runtime Threads::Threads)
+    SOURCES ${KA_PROXY_TEST_DIR}/test_relay.c ${KA_PROXY_TEST_DIR}/socket_fixtures.c LIBS ka_proxy Threads::Threads)
   set_tests_properties(test_proxy_relay PROPERTIES TIMEOUT 20)
   ka_unit_test(test_proxy_relay_defer
-    SOURCES ${KA_PROXY_TEST_DIR}/test_relay_defer.c ${KA_PROXY_TEST_DIR}/socket_fixtures.c LIBS ka_proxy_runtime Threads::Threads)
+    SOURCES ${KA_PROXY_TEST_DIR}/test_relay_defer.c ${KA_PROXY_TEST_DIR}/socket_fixtures.c LIBS ka_proxy Threads::Threads)
   set_tests_properties(test_proxy_relay_defer PROPERTIES TIMEOUT 20)
-  ka_unit_test(test_proxy_policy_store
-    SOURCES ${KA_PROXY_TEST_DIR}/test_policy_store.c LIBS ka_proxy_runtime)
 endif()
 find_program(KA_PYTHON3 python3)
 if(TARGET kadmit AND KA_PYTHON3)

@@ -45,12 +45,8 @@ int ka_mdc_start(uv_loop_t *loop, const struct sockaddr *upstream, const char *u
                  int64_t interval_ms, ka_metrics_t *metrics, ka_mdc_cb cb, void *arg,
                  ka_mdc_t **out);
 /* How kadmit's own connection secures itself; a copy is kept. */
-typedef struct ka_mdc_security {
-    ka_tls_source_t *tls; /* TLS toward the broker, or NULL (not owned) */
-    char mechanism[32];   /* "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", or "" for none */
-    char username[256];
-    char password[512];
-} ka_mdc_security_t;
+/* The TLS and SASL settings of kadmit's own connections (ka_transport.h). */
+typedef ka_upstream_security_t ka_mdc_security_t;
 
 /* Applies from the next connection on; call it right after ka_mdc_start to cover the first. */
 void ka_mdc_set_security(ka_mdc_t *c, const ka_mdc_security_t *sec);

@@ -1,6 +1,6 @@
 /*
  * test_admission.c: the pure glue between request frames and the engine
- * (proxy/ka_admission.c): engine inputs from decoded requests, subset
+ * (admission/ka_admission.c): engine inputs from decoded requests, subset
  * re-encoding, placed assignments, response merging in request order, and
  * local answers for every supported version, each checked by decoding the
  * produced bytes back with the generated codecs.

@@ -1,0 +1,5 @@
+# base/ unit tests: the memory pool, configuration and metrics rendering.
+set(KA_BASE_TEST_DIR ${CMAKE_CURRENT_LIST_DIR}/base)
+foreach(name pool config metrics)
+  ka_unit_test(test_base_${name} SOURCES ${KA_BASE_TEST_DIR}/test_${name}.c LIBS ka_base)
+endforeach()
