@@ -182,9 +182,9 @@ struct ka_server {
     ka_wreq_t *wreq_cache;
     size_t wreq_cached;
 
-    ka_tls_source_t *tls_clients;   /* --tls-cert: TLS toward clients, else NULL */
-    ka_tls_source_t *tls_upstream;  /* --upstream-tls: TLS toward the broker, else NULL */
-    uv_timer_t tls_reload_timer;    /* polls the certificate files for changes */
+    ka_tls_source_t *tls_clients;        /* --tls-cert: TLS toward clients, else NULL */
+    ka_tls_source_t *tls_upstream;       /* --upstream-tls: TLS toward the broker, else NULL */
+    uv_timer_t tls_reload_timer;         /* polls the certificate files for changes */
     ka_upstream_security_t mdc_security; /* TLS and SASL of kadmit's own metadata connection */
     int tls_timer_open;
 };
