@@ -6,6 +6,10 @@ Environment:
   KADMIT_TEST_PORT_BASE   offset added to every port (default 0).
   KADMIT_TEST_DIR         where to put the cluster (default: a fresh temp dir). The directory is
                           removed after a passing session and kept (and printed) after a failure.
+
+The modules that test one sidecar's own behaviour run their sidecars with the cluster-wide ledger
+off (KADMIT_LEDGER=off, inherited by every kadmit the suite starts); the cluster-wide modules start
+theirs with `--ledger on`, which wins over the environment.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("KADMIT_LEDGER", "off")
 
 from kafka_cluster import KafkaCluster, Sidecars, ensure_kafka, kadmit_bin  # noqa: E402
 
