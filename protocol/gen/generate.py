@@ -3,7 +3,11 @@
 
 Run from the repository root:
 
-    python3 protocol/gen/generate.py [--specs ../shared/kafka-protocol/specs-4.4.0]
+    python3 protocol/gen/generate.py
+
+Its one input is the kafka-clients jar pinned in protocol/gen/specs.lock
+(version and sha256); protocol/gen/fetch-specs.sh, which this runs first,
+puts it in the cache directory. --jar names a verified copy instead.
 
 It writes, deterministically:
   protocol/generated/ka_<api>_{request,response}.{h,c}  one codec per message
@@ -12,14 +16,14 @@ It writes, deterministically:
   tests/unit/protocol/generated_samples.{h,c}            sample frames per version
   tests/fuzz/corpus/<target>/*.bin                       fuzz seeds from those samples
 
-Only names, types, versions and defaults are taken from the specs. The
+Only names, types, versions and defaults are taken from the specs, and only
+codes and names from the error table. The
 sample frames are encoded here, in Python, independently of the C encoder,
 so the round-trip tests compare two implementations of the wire format.
 """
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 
@@ -28,7 +32,9 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from emit_files import emit_api_table, emit_codecs, emit_header, emit_source  # noqa: E402
-from ka_spec import Message, load_spec, parse_versions  # noqa: E402
+from ka_cfmt import layout  # noqa: E402
+from ka_input import SpecJar, read_lock  # noqa: E402
+from ka_spec import Message, parse_versions  # noqa: E402
 from samples import emit_samples, write_corpus  # noqa: E402
 
 # The APIs that get a codec, in no particular order.
@@ -67,34 +73,40 @@ DECODED_MAX_VERSIONS = {
 REQUEST_HEADER_V0 = {"ControlledShutdown": 0}
 
 
-def clang_format(text, repo_path):
-    """Formats text as if it were the repository file repo_path, with the repo's style."""
-    exe = shutil.which("clang-format")
-    if exe is None:
-        raise SystemExit("generate.py: clang-format is needed to format the generated code")
-    done = subprocess.run([exe, "--style=file", "--assume-filename=" + repo_path],
-                          input=text.encode(), stdout=subprocess.PIPE, check=True)
-    return done.stdout.decode()
+# protocol/generated/.clang-format: the generator lays the code out itself.
+CLANG_FORMAT_OFF = """\
+# protocol/generated/ is written, layout included, by protocol/gen/generate.py
+# (protocol/gen/ka_cfmt.py), so that it does not depend on the local
+# clang-format's version. protocol/gen/check.sh checks it instead.
+DisableFormat: true
+SortIncludes: false
+"""
+
+
+def fetch_jar(here):
+    """The pinned jar's path, fetched into the cache when absent (fetch-specs.sh)."""
+    done = subprocess.run(["sh", os.path.join(here, "fetch-specs.sh")], stdout=subprocess.PIPE)
+    if done.returncode != 0:
+        raise SystemExit("generate.py: no verified input; see the message above")
+    return done.stdout.decode().strip()
 
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     repo = os.path.normpath(os.path.join(here, "..", ".."))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--specs", default=os.path.join("..", "shared", "kafka-protocol", "specs-4.4.0"),
-                    help="Kafka's message specs (default: ../shared/kafka-protocol/specs-4.4.0)")
-    ap.add_argument("--out", default=".", help="root to write under (default: the repo root)")
+    ap.add_argument("--jar", help="a copy of the pinned kafka-clients jar (default: fetch it "
+                    "into the cache with protocol/gen/fetch-specs.sh)")
+    ap.add_argument("--out", default=repo, help="root to write under (default: the repository)")
     args = ap.parse_args()
-    specs = args.specs if os.path.isabs(args.specs) else os.path.join(repo, args.specs)
-    out_root = args.out if os.path.isabs(args.out) else os.path.join(os.getcwd(), args.out)
-    if not os.path.isdir(specs):
-        raise SystemExit("generate.py: no specs directory at %s" % args.specs)
+    out_root = os.path.abspath(args.out)
+    jar = SpecJar(args.jar or fetch_jar(here), read_lock())
 
     apis = []
-    for fn in sorted(os.listdir(specs)):
+    for fn in jar.spec_names():
         if not fn.endswith("Request.json"):
             continue
-        spec = load_spec(os.path.join(specs, fn))
+        spec = jar.load(fn)
         if "apiKey" not in spec:
             continue
         name = spec["name"][: -len("Request")]
@@ -118,8 +130,7 @@ def main():
     for api in CODEC_APIS:
         for kind in ("Request", "Response"):
             fn = api + kind + ".json"
-            spec = load_spec(os.path.join(specs, fn))
-            msgs.append(Message(spec, fn))
+            msgs.append(Message(jar.load(fn), fn))
     msgs.sort(key=lambda m: (m.api_key, m.kind))
     decoded = []
     for m in msgs:
@@ -139,11 +150,12 @@ def main():
     written = []
 
     def put(path, text):
-        rel = os.path.relpath(path, out_root)
         with open(path, "w", encoding="utf-8") as f:
-            f.write(clang_format(text, os.path.join(repo, rel)))
+            f.write(layout(text.replace("@KAFKA_VERSION@", jar.version)))
         written.append(path)
 
+    with open(os.path.join(gen_dir, ".clang-format"), "w", encoding="utf-8") as f:
+        f.write(CLANG_FORMAT_OFF)
     for m in msgs:
         put(os.path.join(gen_dir, m.prefix + ".h"), emit_header(m))
         put(os.path.join(gen_dir, m.prefix + ".c"), emit_source(m))
