@@ -13,6 +13,8 @@ It writes, deterministically:
   protocol/generated/ka_<api>_{request,response}.{h,c}  one codec per message
   protocol/generated/ka_api_table.{h,c}                  versions and header rules
   protocol/generated/ka_codecs.{h,c}                     a generic table of codecs
+  protocol/generated/ka_api_keys.h                       an enum of every API key
+  protocol/generated/ka_error_codes.{h,c}                Kafka's error codes and names
   tests/unit/protocol/generated_samples.{h,c}            sample frames per version
   tests/fuzz/corpus/<target>/*.bin                       fuzz seeds from those samples
 
@@ -32,6 +34,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from emit_files import emit_api_table, emit_codecs, emit_header, emit_source  # noqa: E402
+from emit_tables import emit_api_keys, emit_error_codes  # noqa: E402
 from ka_cfmt import layout  # noqa: E402
 from ka_input import SpecJar, read_lock  # noqa: E402
 from ka_spec import Message, parse_versions  # noqa: E402
@@ -162,6 +165,10 @@ def main():
     th, tc = emit_api_table(apis, decoded)
     put(os.path.join(gen_dir, "ka_api_table.h"), th)
     put(os.path.join(gen_dir, "ka_api_table.c"), tc)
+    put(os.path.join(gen_dir, "ka_api_keys.h"), emit_api_keys(apis))
+    eh, ec = emit_error_codes(jar.error_codes())
+    put(os.path.join(gen_dir, "ka_error_codes.h"), eh)
+    put(os.path.join(gen_dir, "ka_error_codes.c"), ec)
     ch, cc = emit_codecs(msgs)
     put(os.path.join(gen_dir, "ka_codecs.h"), ch)
     put(os.path.join(gen_dir, "ka_codecs.c"), cc)
