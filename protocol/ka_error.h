@@ -3,11 +3,15 @@
  *
  * Functions return 0 on success or one of these negative codes, so that a
  * caller can propagate a failure with a plain `if (rc < 0) return rc;`.
- * Kafka's own (positive) error codes live in ka_kafka_errors.h; these are
- * kadmit's local conditions and are never sent on the wire.
+ * Kafka's own error codes, the ones sent on the wire in error_code fields
+ * (KA_KAFKA_ERR_POLICY_VIOLATION, ...), are generated from the pinned Kafka
+ * release into ka_error_codes.h, included here; these are kadmit's local
+ * conditions and are never sent on the wire.
  */
 #ifndef KA_ERROR_H
 #define KA_ERROR_H
+
+#include "ka_error_codes.h"
 
 enum ka_err {
     KA_OK = 0,

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# clang-format check over kadmit's own C sources (generated code excluded).
+# clang-format check over kadmit's own C sources. Generated code is excluded:
+# protocol/generated/ and the generated_* sample files are laid out by
+# protocol/gen/generate.py itself and checked by protocol/gen/check.sh.
 #   scripts/check-format.sh         report files that differ, exit 1 if any
 #   scripts/check-format.sh --fix   reformat them in place
 set -euo pipefail

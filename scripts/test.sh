@@ -56,8 +56,8 @@ run_stage() {
     format) scripts/check-format.sh ;;
     lint-deploy) scripts/lint-deploy.sh ;;
     protocol-gen)
-        if [[ -f protocol/gen/check.sh ]]; then sh protocol/gen/check.sh
-        else echo "no protocol/gen/check.sh; nothing to check"; fi ;;
+        if [[ -f protocol/gen/check.sh ]]; then sh protocol/gen/fetch-specs.sh >/dev/null && sh protocol/gen/check.sh
+        else echo "no protocol/gen/check.sh: the generated code cannot be checked"; return 1; fi ;;
     integration-asan) integration build-asan ;;
     integration) integration build ;;
     fuzz) scripts/fuzz-smoke.sh ;;

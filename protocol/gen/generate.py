@@ -3,23 +3,29 @@
 
 Run from the repository root:
 
-    python3 protocol/gen/generate.py [--specs ../shared/kafka-protocol/specs]
+    python3 protocol/gen/generate.py
+
+Its one input is the kafka-clients jar pinned in protocol/gen/specs.lock
+(version and sha256); protocol/gen/fetch-specs.sh, which this runs first,
+puts it in the cache directory. --jar names a verified copy instead.
 
 It writes, deterministically:
   protocol/generated/ka_<api>_{request,response}.{h,c}  one codec per message
   protocol/generated/ka_api_table.{h,c}                  versions and header rules
   protocol/generated/ka_codecs.{h,c}                     a generic table of codecs
+  protocol/generated/ka_api_keys.h                       an enum of every API key
+  protocol/generated/ka_error_codes.{h,c}                Kafka's error codes and names
   tests/unit/protocol/generated_samples.{h,c}            sample frames per version
   tests/fuzz/corpus/<target>/*.bin                       fuzz seeds from those samples
 
-Only names, types, versions and defaults are taken from the specs. The
+Only names, types, versions and defaults are taken from the specs, and only
+codes and names from the error table. The
 sample frames are encoded here, in Python, independently of the C encoder,
 so the round-trip tests compare two implementations of the wire format.
 """
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 
@@ -28,10 +34,14 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from emit_files import emit_api_table, emit_codecs, emit_header, emit_source  # noqa: E402
-from ka_spec import Message, load_spec, parse_versions  # noqa: E402
+from emit_tables import emit_api_keys, emit_error_codes  # noqa: E402
+from ka_cfmt import layout  # noqa: E402
+from ka_input import SpecJar, read_lock  # noqa: E402
+from ka_spec import Message, parse_versions  # noqa: E402
 from samples import emit_samples, write_corpus  # noqa: E402
 
-DECODED_APIS = [
+# The APIs that get a codec, in no particular order.
+CODEC_APIS = [
     "ApiVersions",
     "Metadata",
     "CreateTopics",
@@ -39,51 +49,76 @@ DECODED_APIS = [
     "AlterPartitionReassignments",
     "DescribeConfigs",
     "IncrementalAlterConfigs",
+    "SaslHandshake",
+    "SaslAuthenticate",
+    "DescribeCluster",
+    "DeleteTopics",
+    "AlterConfigs",
+    "StreamsGroupHeartbeat",
 ]
+
+# The highest version kadmit decodes of each API it judges or reads: the
+# ApiVersions clamp lowers brokers' answers to these. They are pinned here,
+# not taken from the specs, so that a newer spec (which adds versions to a
+# codec) never widens what kadmit admits before tests show the new versions
+# work. APIs with a codec but not listed here are not clamped.
+DECODED_MAX_VERSIONS = {
+    "ApiVersions": 4,
+    "Metadata": 12,
+    "CreateTopics": 7,
+    "CreatePartitions": 3,
+    "AlterPartitionReassignments": 0,
+    "DescribeConfigs": 4,
+    "IncrementalAlterConfigs": 1,
+}
 
 # Request header v0 (no client id) survives only for this API and version.
 REQUEST_HEADER_V0 = {"ControlledShutdown": 0}
 
 
-def clang_format(text, repo_path):
-    """Formats text as if it were the repository file repo_path, with the repo's style."""
-    exe = shutil.which("clang-format")
-    if exe is None:
-        raise SystemExit("generate.py: clang-format is needed to format the generated code")
-    done = subprocess.run([exe, "--style=file", "--assume-filename=" + repo_path],
-                          input=text.encode(), stdout=subprocess.PIPE, check=True)
-    return done.stdout.decode()
+# protocol/generated/.clang-format: the generator lays the code out itself.
+CLANG_FORMAT_OFF = """\
+# protocol/generated/ is written, layout included, by protocol/gen/generate.py
+# (protocol/gen/ka_cfmt.py), so that it does not depend on the local
+# clang-format's version. protocol/gen/check.sh checks it instead.
+DisableFormat: true
+SortIncludes: false
+"""
 
 
-def tag_of(spec_fields, msg_fields):
-    for sf, f in zip(spec_fields, msg_fields):
-        f.spec_tag = sf.get("tag")
-        if f.struct:
-            tag_of(sf["fields"], f.struct.fields)
+def fetch_jar(here):
+    """The pinned jar's path, fetched into the cache when absent (fetch-specs.sh)."""
+    done = subprocess.run(["sh", os.path.join(here, "fetch-specs.sh")], stdout=subprocess.PIPE)
+    if done.returncode != 0:
+        raise SystemExit("generate.py: no verified input; see the message above")
+    return done.stdout.decode().strip()
 
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     repo = os.path.normpath(os.path.join(here, "..", ".."))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--specs", default=os.path.join("..", "shared", "kafka-protocol", "specs"),
-                    help="Kafka's message specs (default: ../shared/kafka-protocol/specs)")
-    ap.add_argument("--out", default=".", help="root to write under (default: the repo root)")
+    ap.add_argument("--jar", help="a copy of the pinned kafka-clients jar (default: fetch it "
+                    "into the cache with protocol/gen/fetch-specs.sh)")
+    ap.add_argument("--out", default=repo, help="root to write under (default: the repository)")
     args = ap.parse_args()
-    specs = args.specs if os.path.isabs(args.specs) else os.path.join(repo, args.specs)
-    out_root = args.out if os.path.isabs(args.out) else os.path.join(os.getcwd(), args.out)
-    if not os.path.isdir(specs):
-        raise SystemExit("generate.py: no specs directory at %s" % args.specs)
+    out_root = os.path.abspath(args.out)
+    jar = SpecJar(args.jar or fetch_jar(here), read_lock())
 
     apis = []
-    for fn in sorted(os.listdir(specs)):
+    for fn in jar.spec_names():
         if not fn.endswith("Request.json"):
             continue
-        spec = load_spec(os.path.join(specs, fn))
+        spec = jar.load(fn)
         if "apiKey" not in spec:
             continue
         name = spec["name"][: -len("Request")]
-        lo, hi = parse_versions(spec["validVersions"])
+        valid = parse_versions(spec["validVersions"])
+        if valid is None:
+            # Retired APIs (the ZooKeeper-era inter-broker ones) keep their
+            # spec file with no valid version; nothing speaks them any more.
+            continue
+        lo, hi = valid
         hi = lo if hi is None else hi
         flex = parse_versions(spec.get("flexibleVersions"))
         first_flex = -1 if flex is None else max(flex[0], lo)
@@ -95,15 +130,20 @@ def main():
     apis.sort()
 
     msgs = []
-    for api in DECODED_APIS:
+    for api in CODEC_APIS:
         for kind in ("Request", "Response"):
             fn = api + kind + ".json"
-            spec = load_spec(os.path.join(specs, fn))
-            m = Message(spec, fn)
-            tag_of(spec["fields"], m.top.fields)
-            msgs.append(m)
+            msgs.append(Message(jar.load(fn), fn))
     msgs.sort(key=lambda m: (m.api_key, m.kind))
-    decoded = sorted({(m.api_key, m.lo, m.hi) for m in msgs if m.kind == "request"})
+    decoded = []
+    for m in msgs:
+        if m.kind != "request" or m.api not in DECODED_MAX_VERSIONS:
+            continue
+        hi = DECODED_MAX_VERSIONS[m.api]
+        if not m.lo <= hi <= m.hi:
+            raise SystemExit("generate.py: %s: pinned decoded max v%d is outside the spec's %d-%d"
+                             % (m.api, hi, m.lo, m.hi))
+        decoded.append((m.api_key, m.lo, hi))
 
     gen_dir = os.path.join(out_root, "protocol", "generated")
     os.makedirs(gen_dir, exist_ok=True)
@@ -113,17 +153,22 @@ def main():
     written = []
 
     def put(path, text):
-        rel = os.path.relpath(path, out_root)
         with open(path, "w", encoding="utf-8") as f:
-            f.write(clang_format(text, os.path.join(repo, rel)))
+            f.write(layout(text.replace("@KAFKA_VERSION@", jar.version)))
         written.append(path)
 
+    with open(os.path.join(gen_dir, ".clang-format"), "w", encoding="utf-8") as f:
+        f.write(CLANG_FORMAT_OFF)
     for m in msgs:
         put(os.path.join(gen_dir, m.prefix + ".h"), emit_header(m))
         put(os.path.join(gen_dir, m.prefix + ".c"), emit_source(m))
     th, tc = emit_api_table(apis, decoded)
     put(os.path.join(gen_dir, "ka_api_table.h"), th)
     put(os.path.join(gen_dir, "ka_api_table.c"), tc)
+    put(os.path.join(gen_dir, "ka_api_keys.h"), emit_api_keys(apis))
+    eh, ec = emit_error_codes(jar.error_codes())
+    put(os.path.join(gen_dir, "ka_error_codes.h"), eh)
+    put(os.path.join(gen_dir, "ka_error_codes.c"), ec)
     ch, cc = emit_codecs(msgs)
     put(os.path.join(gen_dir, "ka_codecs.h"), ch)
     put(os.path.join(gen_dir, "ka_codecs.c"), cc)

@@ -96,6 +96,13 @@ def write_struct(msg, st, v, w, depth):
                     w.string("%s-%d" % (f.cname, w.nextval()), flex, False)
                 else:
                     w.prim(f.elem)
+        elif f.struct:
+            if f.by_pointer and nullable:
+                if not w.full:
+                    w.be(-1, 1)
+                    continue
+                w.be(1, 1)
+            write_struct(msg, f.struct, v, w, depth + 1)
         elif f.elem in ("string", "bytes"):
             if nullable and not w.full:
                 w.string(None, flex, True, f.elem)
@@ -130,6 +137,8 @@ def emit_samples(msgs):
  *
  * %s
  */
+/* The generator lays this file out itself (protocol/gen/ka_cfmt.py). */
+/* clang-format off */
 #ifndef KA_GENERATED_SAMPLES_H
 #define KA_GENERATED_SAMPLES_H
 
@@ -152,7 +161,9 @@ extern const size_t ka_samples_count;
 #endif
 """ % GENERATED_NOTE.format(src="specs")
     c = ["/*\n * generated_samples.c: sample frames (see generated_samples.h).\n *\n * %s\n */"
-         % GENERATED_NOTE.format(src="specs"), '#include "generated_samples.h"\n']
+         % GENERATED_NOTE.format(src="specs"),
+         "/* The generator lays this file out itself (protocol/gen/ka_cfmt.py). */",
+         "/* clang-format off */", '#include "generated_samples.h"\n']
     table = []
     for m in msgs:
         for v, kind, data in samples_for(m):

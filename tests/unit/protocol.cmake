@@ -1,5 +1,6 @@
 # protocol/ unit tests: reader and writer primitives, headers, every codec's
-# round trip, ApiVersions clamping and decode error text.
+# round trip, ApiVersions clamping, decode error text, and the generated
+# tables of API keys and Kafka error codes.
 set(KA_PROTOCOL_TEST_DIR ${CMAKE_CURRENT_LIST_DIR}/protocol)
 ka_unit_test(test_protocol_reader_writer
   SOURCES ${KA_PROTOCOL_TEST_DIR}/test_reader_writer.c LIBS ka_protocol)
@@ -13,9 +14,12 @@ ka_unit_test(test_protocol_apiversions_clamp
   SOURCES ${KA_PROTOCOL_TEST_DIR}/test_apiversions_clamp.c LIBS ka_protocol)
 ka_unit_test(test_protocol_decode_error
   SOURCES ${KA_PROTOCOL_TEST_DIR}/test_decode_error.c LIBS ka_protocol)
+ka_unit_test(test_protocol_tables
+  SOURCES ${KA_PROTOCOL_TEST_DIR}/test_tables.c LIBS ka_protocol)
 
-# Regenerating the codecs must reproduce the checked-in files exactly; the
-# script skips (and passes) when the Kafka specs are not beside the repo.
+# Regenerating the codecs must reproduce the checked-in files exactly. The
+# check never skips: without the pinned kafka-clients jar in the cache (see
+# protocol/gen/fetch-specs.sh) it fails and says how to get it.
 add_test(NAME protocol_generated_up_to_date
          COMMAND sh ${PROJECT_SOURCE_DIR}/protocol/gen/check.sh)
 
