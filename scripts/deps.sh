@@ -11,6 +11,7 @@ packages=(
 )
 python3 -c 'import pytest' 2>/dev/null || packages+=(python3-pytest)
 command -v java >/dev/null || packages+=(openjdk-17-jre-headless)
+command -v javap >/dev/null || packages+=(openjdk-17-jdk-headless) # protocol/gen reads the error codes with javap
 command -v openssl >/dev/null || packages+=(openssl) # test certificates (tls_certs.py)
 command -v mvn >/dev/null || packages+=(maven)
 python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
