@@ -2,11 +2,11 @@
 # Checks that protocol/gen/generate.py reproduces the checked-in generated
 # files exactly: the codecs, the sample frames and the fuzz seeds it writes.
 # Run from anywhere; exits non-zero on any difference. Without the specs
-# (../shared/kafka-protocol/specs beside the repository, or $KADMIT_SPECS)
+# (../shared/kafka-protocol/specs-4.4.0 beside the repository, or $KADMIT_SPECS)
 # there is nothing to compare against, so it says so and exits 0.
 set -eu
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-specs=${KADMIT_SPECS:-$repo/../shared/kafka-protocol/specs}
+specs=${KADMIT_SPECS:-$repo/../shared/kafka-protocol/specs-4.4.0}
 if [ ! -d "$specs" ]; then
     echo "check.sh: skipped: no Kafka specs at $specs (set KADMIT_SPECS)"
     exit 0

@@ -11,6 +11,9 @@ from ka_spec import PRIMITIVES, PRIMITIVE_ARRAYS, version_cond
 
 def c_default(f):
     d = f.default
+    if f.struct is not None and not f.is_array:
+        # Set by the struct's own init (by value) or NULL (by pointer).
+        return None
     if f.is_array:
         return "-1" if d == "null" else "0"
     if f.elem in ("string", "bytes"):
@@ -44,6 +47,10 @@ def member_decl(f):
             return "struct {\n int32_t count; /* -1 for null */\n struct %s *items;\n } %s;" % (
                 f.struct.cname, f.cname)
         return "%s %s;" % (PRIMITIVE_ARRAYS[f.elem], f.cname)
+    if f.struct:
+        if f.by_pointer:
+            return "struct %s *%s;" % (f.struct.cname, f.cname)
+        return "struct %s %s;" % (f.struct.cname, f.cname)
     if f.elem in ("string", "bytes"):
         return "ka_slice_t %s;" % f.cname
     if f.elem == "uuid":
@@ -63,6 +70,8 @@ def range_text(rng):
 
 def member_comment(f):
     parts = ["versions " + range_text(f.versions)]
+    if f.by_pointer:
+        parts.insert(0, "NULL for null")
     if f.nullable:
         parts.append("nullable " + range_text(f.nullable))
     if f.default is not None:
@@ -79,6 +88,8 @@ def min_size(msg, st, v):
         flex = f.flexible(msg, v)
         if f.is_array:
             n += 1 if flex else 4
+        elif f.struct:
+            n += 1 if f.by_pointer else min_size(msg, f.struct, v)
         elif f.elem == "string":
             n += 1 if flex else 2
         elif f.elem == "bytes":
@@ -108,7 +119,7 @@ def group_versions(msg, st_fields_key):
 
 def emit_branches(msg, f, body):
     """Emits body(flex, nullable) once per group of versions that read f alike."""
-    fixed = not f.is_array and f.elem not in ("string", "bytes")
+    fixed = not f.is_array and f.struct is None and f.elem not in ("string", "bytes")
 
     def key(v):
         if not f.present(v):
@@ -176,8 +187,41 @@ def with_count(msg, f, counts, lines):
     return "%s\nif (%s) {\n%s\n}" % (counts, cond, "\n".join(lines))
 
 
+def decode_single_struct(msg, f, tgt):
+    """A struct that is not in an array: inline, or behind a presence byte when nullable."""
+    call = "KA_TRY(decode_%s(r, version, arena, %s));" % (f.struct.cname[3:], tgt)
+    if not f.by_pointer:
+        return emit_branches(msg, f, lambda flex, nullable, vs: call.replace(tgt, "&" + tgt))
+
+    def body(flex, nullable, vs):
+        alloc = ("KA_TRY(ka_codec_alloc(r, arena, 1, sizeof(*%s), &items));\n%s = items;\n%s"
+                 % (tgt, tgt, call))
+        if not nullable:
+            return alloc
+        # Kafka writes -1 for null and 1 for present; anything else would not
+        # re-encode to the same bytes, so it is refused.
+        return ("KA_TRY(ka_read_i8(r, &marker));\nif (marker == 1) {\n%s\n"
+                "} else if (marker != -1) {\nKA_TRY(ka_reader_fail(r, KA_EINVALID));\n}" % alloc)
+    return emit_branches(msg, f, body)
+
+
+def encode_single_struct(msg, f, src):
+    call = "KA_WTRY(encode_%s(w, version, %s));" % (f.struct.cname[3:], src)
+    if not f.by_pointer:
+        return emit_branches(msg, f, lambda flex, nullable, vs: call.replace(src, "&" + src))
+
+    def body(flex, nullable, vs):
+        if not nullable:
+            return "if (%s == NULL)\nreturn KA_EINVALID;\n%s" % (src, call)
+        return ("if (%s == NULL) {\nKA_WTRY(ka_write_i8(w, -1));\n} else {\n"
+                "KA_WTRY(ka_write_i8(w, 1));\n%s\n}" % (src, call))
+    return emit_branches(msg, f, body)
+
+
 def decode_field(msg, st, f):
     tgt = "out->" + f.cname
+    if f.struct and not f.is_array:
+        return decode_single_struct(msg, f, tgt)
     if not f.is_array:
         def body(flex, nullable, vs):
             if f.elem in ("string", "bytes"):
@@ -215,6 +259,8 @@ def decode_field(msg, st, f):
 
 def encode_field(msg, st, f):
     src = "in->" + f.cname
+    if f.struct and not f.is_array:
+        return encode_single_struct(msg, f, src)
     if not f.is_array:
         def body(flex, nullable, vs):
             if f.elem in ("string", "bytes"):

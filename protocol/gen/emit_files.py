@@ -61,7 +61,7 @@ def emit_source(msg):
     tcond, _ = tagged_cond(msg)
     nversions = msg.hi + 1
     for st in msg.structs:
-        if st is not msg.top:
+        if st.in_array:
             sizes = [min_size(msg, st, v) if v >= msg.lo else 0 for v in range(nversions)]
             o.append("/* Fewest wire bytes of one %s, per version: bounds its array counts. */"
                      % st.name)
@@ -77,16 +77,21 @@ def emit_source(msg):
                     o.append("m->%s.count = %s;" % (f.cname, d))
             elif d is not None and d not in ("0", "(ka_slice_t){NULL, 0}"):
                 o.append("m->%s = %s;" % (f.cname, d))
+            elif f.struct and not f.by_pointer:
+                o.append("%s_init(&m->%s);" % (f.struct.cname, f.cname))
         o.append("}\n")
     for st in msg.structs:
         short = st.cname[3:]
-        uses_items = any(f.is_array for f in st.members)
+        uses_items = any(f.is_array or f.by_pointer for f in st.members)
+        uses_arena = uses_items or any(f.struct for f in st.members)
         start = len(o)
         o.append("static int decode_%s(ka_reader_t *r, int16_t version, ka_arena_t *arena, "
                  "struct %s *out)\n{" % (short, st.cname))
         if uses_items:
             o.append("void *items;")
-        else:
+        if any(f.by_pointer and f.nullable for f in st.members):
+            o.append("int8_t marker;")
+        if not uses_arena:
             o.append("(void)arena;")
         o.append("%s_init(out);" % st.cname)
         for f in st.members:

@@ -120,17 +120,30 @@ class Field:
         self.tagged = "taggedVersions" in spec or "tag" in spec
         self.flex_override = spec.get("flexibleVersions")
         self.default = spec.get("default")
+        # Defaults are mostly strings, but some specs write JSON numbers and booleans.
+        if isinstance(self.default, bool):
+            self.default = "true" if self.default else "false"
+        elif isinstance(self.default, (int, float)):
+            self.default = str(self.default)
+        self.spec_tag = spec.get("tag")
         self.is_array = self.type.startswith("[]")
         self.elem = self.type[2:] if self.is_array else self.type
         self.struct = None
-        if "fields" in spec and not self.tagged:
+        self.by_pointer = False
+        if self.tagged:
+            return
+        if "fields" in spec:
             self.struct = Struct(self.elem, spec["fields"], msg)
-            if not self.is_array:
-                raise SystemExit("%s: non-array struct field %s is not supported"
-                                 % (msg.name, self.name))
-        elif not self.tagged and self.elem not in PRIMITIVES and self.elem not in (
-                "string", "bytes"):
+        elif self.elem in msg.common:
+            self.struct = msg.common_struct(self.elem)
+        elif self.elem not in PRIMITIVES and self.elem not in ("string", "bytes"):
             raise SystemExit("%s: unsupported type %s" % (msg.name, self.type))
+        if self.struct is not None and self.is_array:
+            self.struct.in_array = True
+        # A single (non-array) struct that may be null is held by pointer,
+        # NULL for null; one that never is, by value.
+        self.by_pointer = self.struct is not None and not self.is_array and \
+            self.nullable is not None
 
     def present(self, v):
         return in_range(self.versions, v) and not self.tagged
@@ -149,6 +162,7 @@ class Struct:
         self.name = name
         self.msg = msg
         self.cname = "%s_%s" % (msg.prefix, snake(name))
+        self.in_array = False  # set when an array holds it: it then needs a min-size table
         self.fields = [Field(f, msg) for f in fields]
         self.members = [f for f in self.fields if not f.tagged]
         msg.structs.append(self)
@@ -169,8 +183,16 @@ class Message:
             self.valid[0]
         self.flex = parse_versions(spec.get("flexibleVersions"))
         self.structs = []
+        # Shared structs (commonStructs) are built once, where first used.
+        self.common = {c["name"]: c for c in spec.get("commonStructs", [])}
+        self.common_built = {}
         self.top = Struct(self.name, spec["fields"], self)
         self.top.cname = self.prefix
+
+    def common_struct(self, name):
+        if name not in self.common_built:
+            self.common_built[name] = Struct(name, self.common[name]["fields"], self)
+        return self.common_built[name]
 
     def flexible(self, v):
         return in_range(self.flex, v)

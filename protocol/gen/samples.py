@@ -96,6 +96,13 @@ def write_struct(msg, st, v, w, depth):
                     w.string("%s-%d" % (f.cname, w.nextval()), flex, False)
                 else:
                     w.prim(f.elem)
+        elif f.struct:
+            if f.by_pointer and nullable:
+                if not w.full:
+                    w.be(-1, 1)
+                    continue
+                w.be(1, 1)
+            write_struct(msg, f.struct, v, w, depth + 1)
         elif f.elem in ("string", "bytes"):
             if nullable and not w.full:
                 w.string(None, flex, True, f.elem)

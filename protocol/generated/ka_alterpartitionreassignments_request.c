@@ -7,11 +7,12 @@
 #include "ka_alterpartitionreassignments_request.h"
 
 /* Fewest wire bytes of one ReassignablePartition, per version: bounds its array counts. */
-static const uint16_t ka_alterpartitionreassignments_request_reassignable_partition_min_size[1] = {
-    6};
+static const uint16_t ka_alterpartitionreassignments_request_reassignable_partition_min_size[2] = {
+    6, 6};
 
 /* Fewest wire bytes of one ReassignableTopic, per version: bounds its array counts. */
-static const uint16_t ka_alterpartitionreassignments_request_reassignable_topic_min_size[1] = {3};
+static const uint16_t ka_alterpartitionreassignments_request_reassignable_topic_min_size[2] = {3,
+                                                                                               3};
 
 void ka_alterpartitionreassignments_request_reassignable_partition_init(
     struct ka_alterpartitionreassignments_request_reassignable_partition *m)
@@ -30,6 +31,7 @@ void ka_alterpartitionreassignments_request_init(struct ka_alterpartitionreassig
 {
     memset(m, 0, sizeof(*m));
     m->timeout_ms = 60000;
+    m->allow_replication_factor_change = 1;
 }
 
 static int decode_alterpartitionreassignments_request_reassignable_partition(
@@ -117,6 +119,9 @@ decode_alterpartitionreassignments_request(ka_reader_t *r, int16_t version, ka_a
     void *items;
     ka_alterpartitionreassignments_request_init(out);
     KA_TRY(ka_read_i32(r, &out->timeout_ms));
+    if (version == 1) {
+        KA_TRY(ka_read_bool(r, &out->allow_replication_factor_change));
+    }
     KA_TRY(ka_read_compact_array_count(
         r, ka_alterpartitionreassignments_request_reassignable_topic_min_size[version],
         KA_MAX_ARRAY_COUNT, &out->topics.count));
@@ -137,6 +142,9 @@ encode_alterpartitionreassignments_request(ka_writer_t *w, int16_t version,
                                            const struct ka_alterpartitionreassignments_request *in)
 {
     KA_WTRY(ka_write_i32(w, in->timeout_ms));
+    if (version == 1) {
+        KA_WTRY(ka_write_bool(w, in->allow_replication_factor_change));
+    }
     KA_WTRY(ka_write_compact_array_count(w, in->topics.count));
     if (in->topics.count > 0 && in->topics.items == NULL)
         return KA_EINVALID;

@@ -8,11 +8,11 @@
 
 /* Fewest wire bytes of one ReassignablePartitionResponse, per version: bounds its array counts. */
 static const uint16_t
-    ka_alterpartitionreassignments_response_reassignable_partition_response_min_size[1] = {8};
+    ka_alterpartitionreassignments_response_reassignable_partition_response_min_size[2] = {8, 8};
 
 /* Fewest wire bytes of one ReassignableTopicResponse, per version: bounds its array counts. */
 static const uint16_t
-    ka_alterpartitionreassignments_response_reassignable_topic_response_min_size[1] = {3};
+    ka_alterpartitionreassignments_response_reassignable_topic_response_min_size[2] = {3, 3};
 
 void ka_alterpartitionreassignments_response_reassignable_partition_response_init(
     struct ka_alterpartitionreassignments_response_reassignable_partition_response *m)
@@ -29,6 +29,7 @@ void ka_alterpartitionreassignments_response_reassignable_topic_response_init(
 void ka_alterpartitionreassignments_response_init(struct ka_alterpartitionreassignments_response *m)
 {
     memset(m, 0, sizeof(*m));
+    m->allow_replication_factor_change = 1;
 }
 
 static int decode_alterpartitionreassignments_response_reassignable_partition_response(
@@ -109,6 +110,9 @@ decode_alterpartitionreassignments_response(ka_reader_t *r, int16_t version, ka_
     void *items;
     ka_alterpartitionreassignments_response_init(out);
     KA_TRY(ka_read_i32(r, &out->throttle_time_ms));
+    if (version == 1) {
+        KA_TRY(ka_read_bool(r, &out->allow_replication_factor_change));
+    }
     KA_TRY(ka_read_i16(r, &out->error_code));
     KA_TRY(ka_read_compact_nullable_string(r, &out->error_message));
     KA_TRY(ka_read_compact_array_count(
@@ -130,6 +134,9 @@ static int encode_alterpartitionreassignments_response(
     ka_writer_t *w, int16_t version, const struct ka_alterpartitionreassignments_response *in)
 {
     KA_WTRY(ka_write_i32(w, in->throttle_time_ms));
+    if (version == 1) {
+        KA_WTRY(ka_write_bool(w, in->allow_replication_factor_change));
+    }
     KA_WTRY(ka_write_i16(w, in->error_code));
     KA_WTRY(ka_write_compact_nullable_string(w, in->error_message));
     KA_WTRY(ka_write_compact_array_count(w, in->responses.count));

@@ -9,6 +9,8 @@
 void ka_apiversions_request_init(struct ka_apiversions_request *m)
 {
     memset(m, 0, sizeof(*m));
+    m->cluster_id = (ka_slice_t){NULL, -1};
+    m->node_id = -1;
 }
 
 static int decode_apiversions_request(ka_reader_t *r, int16_t version, ka_arena_t *arena,
@@ -21,6 +23,12 @@ static int decode_apiversions_request(ka_reader_t *r, int16_t version, ka_arena_
     }
     if (version >= 3) {
         KA_TRY(ka_read_compact_string(r, &out->client_software_version));
+    }
+    if (version == 5) {
+        KA_TRY(ka_read_compact_nullable_string(r, &out->cluster_id));
+    }
+    if (version == 5) {
+        KA_TRY(ka_read_i32(r, &out->node_id));
     }
     if (version >= 3)
         KA_TRY(ka_read_tagged_fields(r, &out->tagged_fields));
@@ -37,6 +45,12 @@ static int encode_apiversions_request(ka_writer_t *w, int16_t version,
     }
     if (version >= 3) {
         KA_WTRY(ka_write_compact_string(w, in->client_software_version));
+    }
+    if (version == 5) {
+        KA_WTRY(ka_write_compact_nullable_string(w, in->cluster_id));
+    }
+    if (version == 5) {
+        KA_WTRY(ka_write_i32(w, in->node_id));
     }
     if (version >= 3)
         KA_WTRY(ka_write_tagged_fields(w, in->tagged_fields));

@@ -7,7 +7,7 @@
 #include "ka_apiversions_response.h"
 
 /* Fewest wire bytes of one ApiVersion, per version: bounds its array counts. */
-static const uint16_t ka_apiversions_response_api_version_min_size[5] = {6, 6, 6, 7, 7};
+static const uint16_t ka_apiversions_response_api_version_min_size[6] = {6, 6, 6, 7, 7, 7};
 
 void ka_apiversions_response_api_version_init(struct ka_apiversions_response_api_version *m)
 {

@@ -28,6 +28,28 @@ static int metadata_response_encode_any(ka_writer_t *w, int16_t version, const v
     return ka_metadata_response_encode(w, version, in);
 }
 
+static int saslhandshake_request_decode_any(ka_reader_t *r, int16_t version, ka_arena_t *arena,
+                                            void *out)
+{
+    return ka_saslhandshake_request_decode(r, version, arena, out);
+}
+
+static int saslhandshake_request_encode_any(ka_writer_t *w, int16_t version, const void *in)
+{
+    return ka_saslhandshake_request_encode(w, version, in);
+}
+
+static int saslhandshake_response_decode_any(ka_reader_t *r, int16_t version, ka_arena_t *arena,
+                                             void *out)
+{
+    return ka_saslhandshake_response_decode(r, version, arena, out);
+}
+
+static int saslhandshake_response_encode_any(ka_writer_t *w, int16_t version, const void *in)
+{
+    return ka_saslhandshake_response_encode(w, version, in);
+}
+
 static int apiversions_request_decode_any(ka_reader_t *r, int16_t version, ka_arena_t *arena,
                                           void *out)
 {
@@ -72,6 +94,28 @@ static int createtopics_response_encode_any(ka_writer_t *w, int16_t version, con
     return ka_createtopics_response_encode(w, version, in);
 }
 
+static int deletetopics_request_decode_any(ka_reader_t *r, int16_t version, ka_arena_t *arena,
+                                           void *out)
+{
+    return ka_deletetopics_request_decode(r, version, arena, out);
+}
+
+static int deletetopics_request_encode_any(ka_writer_t *w, int16_t version, const void *in)
+{
+    return ka_deletetopics_request_encode(w, version, in);
+}
+
+static int deletetopics_response_decode_any(ka_reader_t *r, int16_t version, ka_arena_t *arena,
+                                            void *out)
+{
+    return ka_deletetopics_response_decode(r, version, arena, out);
+}
+
+static int deletetopics_response_encode_any(ka_writer_t *w, int16_t version, const void *in)
+{
+    return ka_deletetopics_response_encode(w, version, in);
+}
+
 static int describeconfigs_request_decode_any(ka_reader_t *r, int16_t version, ka_arena_t *arena,
                                               void *out)
 {
@@ -92,6 +136,50 @@ static int describeconfigs_response_decode_any(ka_reader_t *r, int16_t version, 
 static int describeconfigs_response_encode_any(ka_writer_t *w, int16_t version, const void *in)
 {
     return ka_describeconfigs_response_encode(w, version, in);
+}
+
+static int alterconfigs_request_decode_any(ka_reader_t *r, int16_t version, ka_arena_t *arena,
+                                           void *out)
+{
+    return ka_alterconfigs_request_decode(r, version, arena, out);
+}
+
+static int alterconfigs_request_encode_any(ka_writer_t *w, int16_t version, const void *in)
+{
+    return ka_alterconfigs_request_encode(w, version, in);
+}
+
+static int alterconfigs_response_decode_any(ka_reader_t *r, int16_t version, ka_arena_t *arena,
+                                            void *out)
+{
+    return ka_alterconfigs_response_decode(r, version, arena, out);
+}
+
+static int alterconfigs_response_encode_any(ka_writer_t *w, int16_t version, const void *in)
+{
+    return ka_alterconfigs_response_encode(w, version, in);
+}
+
+static int saslauthenticate_request_decode_any(ka_reader_t *r, int16_t version, ka_arena_t *arena,
+                                               void *out)
+{
+    return ka_saslauthenticate_request_decode(r, version, arena, out);
+}
+
+static int saslauthenticate_request_encode_any(ka_writer_t *w, int16_t version, const void *in)
+{
+    return ka_saslauthenticate_request_encode(w, version, in);
+}
+
+static int saslauthenticate_response_decode_any(ka_reader_t *r, int16_t version, ka_arena_t *arena,
+                                                void *out)
+{
+    return ka_saslauthenticate_response_decode(r, version, arena, out);
+}
+
+static int saslauthenticate_response_encode_any(ka_writer_t *w, int16_t version, const void *in)
+{
+    return ka_saslauthenticate_response_encode(w, version, in);
 }
 
 static int createpartitions_request_decode_any(ka_reader_t *r, int16_t version, ka_arena_t *arena,
@@ -164,23 +252,84 @@ static int alterpartitionreassignments_response_encode_any(ka_writer_t *w, int16
     return ka_alterpartitionreassignments_response_encode(w, version, in);
 }
 
+static int describecluster_request_decode_any(ka_reader_t *r, int16_t version, ka_arena_t *arena,
+                                              void *out)
+{
+    return ka_describecluster_request_decode(r, version, arena, out);
+}
+
+static int describecluster_request_encode_any(ka_writer_t *w, int16_t version, const void *in)
+{
+    return ka_describecluster_request_encode(w, version, in);
+}
+
+static int describecluster_response_decode_any(ka_reader_t *r, int16_t version, ka_arena_t *arena,
+                                               void *out)
+{
+    return ka_describecluster_response_decode(r, version, arena, out);
+}
+
+static int describecluster_response_encode_any(ka_writer_t *w, int16_t version, const void *in)
+{
+    return ka_describecluster_response_encode(w, version, in);
+}
+
+static int streamsgroupheartbeat_request_decode_any(ka_reader_t *r, int16_t version,
+                                                    ka_arena_t *arena, void *out)
+{
+    return ka_streamsgroupheartbeat_request_decode(r, version, arena, out);
+}
+
+static int streamsgroupheartbeat_request_encode_any(ka_writer_t *w, int16_t version, const void *in)
+{
+    return ka_streamsgroupheartbeat_request_encode(w, version, in);
+}
+
+static int streamsgroupheartbeat_response_decode_any(ka_reader_t *r, int16_t version,
+                                                     ka_arena_t *arena, void *out)
+{
+    return ka_streamsgroupheartbeat_response_decode(r, version, arena, out);
+}
+
+static int streamsgroupheartbeat_response_encode_any(ka_writer_t *w, int16_t version,
+                                                     const void *in)
+{
+    return ka_streamsgroupheartbeat_response_encode(w, version, in);
+}
+
 const struct ka_codec ka_codecs[] = {
-    {3, KA_REQUEST, "MetadataRequest", 0, 12, sizeof(struct ka_metadata_request),
+    {3, KA_REQUEST, "MetadataRequest", 0, 13, sizeof(struct ka_metadata_request),
      metadata_request_decode_any, metadata_request_encode_any},
-    {3, KA_RESPONSE, "MetadataResponse", 0, 12, sizeof(struct ka_metadata_response),
+    {3, KA_RESPONSE, "MetadataResponse", 0, 13, sizeof(struct ka_metadata_response),
      metadata_response_decode_any, metadata_response_encode_any},
-    {18, KA_REQUEST, "ApiVersionsRequest", 0, 4, sizeof(struct ka_apiversions_request),
+    {17, KA_REQUEST, "SaslHandshakeRequest", 0, 1, sizeof(struct ka_saslhandshake_request),
+     saslhandshake_request_decode_any, saslhandshake_request_encode_any},
+    {17, KA_RESPONSE, "SaslHandshakeResponse", 0, 1, sizeof(struct ka_saslhandshake_response),
+     saslhandshake_response_decode_any, saslhandshake_response_encode_any},
+    {18, KA_REQUEST, "ApiVersionsRequest", 0, 5, sizeof(struct ka_apiversions_request),
      apiversions_request_decode_any, apiversions_request_encode_any},
-    {18, KA_RESPONSE, "ApiVersionsResponse", 0, 4, sizeof(struct ka_apiversions_response),
+    {18, KA_RESPONSE, "ApiVersionsResponse", 0, 5, sizeof(struct ka_apiversions_response),
      apiversions_response_decode_any, apiversions_response_encode_any},
-    {19, KA_REQUEST, "CreateTopicsRequest", 0, 7, sizeof(struct ka_createtopics_request),
+    {19, KA_REQUEST, "CreateTopicsRequest", 2, 7, sizeof(struct ka_createtopics_request),
      createtopics_request_decode_any, createtopics_request_encode_any},
-    {19, KA_RESPONSE, "CreateTopicsResponse", 0, 7, sizeof(struct ka_createtopics_response),
+    {19, KA_RESPONSE, "CreateTopicsResponse", 2, 7, sizeof(struct ka_createtopics_response),
      createtopics_response_decode_any, createtopics_response_encode_any},
-    {32, KA_REQUEST, "DescribeConfigsRequest", 0, 4, sizeof(struct ka_describeconfigs_request),
+    {20, KA_REQUEST, "DeleteTopicsRequest", 1, 6, sizeof(struct ka_deletetopics_request),
+     deletetopics_request_decode_any, deletetopics_request_encode_any},
+    {20, KA_RESPONSE, "DeleteTopicsResponse", 1, 6, sizeof(struct ka_deletetopics_response),
+     deletetopics_response_decode_any, deletetopics_response_encode_any},
+    {32, KA_REQUEST, "DescribeConfigsRequest", 1, 4, sizeof(struct ka_describeconfigs_request),
      describeconfigs_request_decode_any, describeconfigs_request_encode_any},
-    {32, KA_RESPONSE, "DescribeConfigsResponse", 0, 4, sizeof(struct ka_describeconfigs_response),
+    {32, KA_RESPONSE, "DescribeConfigsResponse", 1, 4, sizeof(struct ka_describeconfigs_response),
      describeconfigs_response_decode_any, describeconfigs_response_encode_any},
+    {33, KA_REQUEST, "AlterConfigsRequest", 0, 2, sizeof(struct ka_alterconfigs_request),
+     alterconfigs_request_decode_any, alterconfigs_request_encode_any},
+    {33, KA_RESPONSE, "AlterConfigsResponse", 0, 2, sizeof(struct ka_alterconfigs_response),
+     alterconfigs_response_decode_any, alterconfigs_response_encode_any},
+    {36, KA_REQUEST, "SaslAuthenticateRequest", 0, 2, sizeof(struct ka_saslauthenticate_request),
+     saslauthenticate_request_decode_any, saslauthenticate_request_encode_any},
+    {36, KA_RESPONSE, "SaslAuthenticateResponse", 0, 2, sizeof(struct ka_saslauthenticate_response),
+     saslauthenticate_response_decode_any, saslauthenticate_response_encode_any},
     {37, KA_REQUEST, "CreatePartitionsRequest", 0, 3, sizeof(struct ka_createpartitions_request),
      createpartitions_request_decode_any, createpartitions_request_encode_any},
     {37, KA_RESPONSE, "CreatePartitionsResponse", 0, 3, sizeof(struct ka_createpartitions_response),
@@ -191,14 +340,24 @@ const struct ka_codec ka_codecs[] = {
     {44, KA_RESPONSE, "IncrementalAlterConfigsResponse", 0, 1,
      sizeof(struct ka_incrementalalterconfigs_response),
      incrementalalterconfigs_response_decode_any, incrementalalterconfigs_response_encode_any},
-    {45, KA_REQUEST, "AlterPartitionReassignmentsRequest", 0, 0,
+    {45, KA_REQUEST, "AlterPartitionReassignmentsRequest", 0, 1,
      sizeof(struct ka_alterpartitionreassignments_request),
      alterpartitionreassignments_request_decode_any,
      alterpartitionreassignments_request_encode_any},
-    {45, KA_RESPONSE, "AlterPartitionReassignmentsResponse", 0, 0,
+    {45, KA_RESPONSE, "AlterPartitionReassignmentsResponse", 0, 1,
      sizeof(struct ka_alterpartitionreassignments_response),
      alterpartitionreassignments_response_decode_any,
      alterpartitionreassignments_response_encode_any},
+    {60, KA_REQUEST, "DescribeClusterRequest", 0, 2, sizeof(struct ka_describecluster_request),
+     describecluster_request_decode_any, describecluster_request_encode_any},
+    {60, KA_RESPONSE, "DescribeClusterResponse", 0, 2, sizeof(struct ka_describecluster_response),
+     describecluster_response_decode_any, describecluster_response_encode_any},
+    {88, KA_REQUEST, "StreamsGroupHeartbeatRequest", 0, 1,
+     sizeof(struct ka_streamsgroupheartbeat_request), streamsgroupheartbeat_request_decode_any,
+     streamsgroupheartbeat_request_encode_any},
+    {88, KA_RESPONSE, "StreamsGroupHeartbeatResponse", 0, 1,
+     sizeof(struct ka_streamsgroupheartbeat_response), streamsgroupheartbeat_response_decode_any,
+     streamsgroupheartbeat_response_encode_any},
 };
 
 const size_t ka_codecs_count = sizeof(ka_codecs) / sizeof(ka_codecs[0]);

@@ -8,14 +8,14 @@
 
 /* Fewest wire bytes of one CreatableReplicaAssignment, per version: bounds its array counts. */
 static const uint16_t ka_createtopics_request_creatable_replica_assignment_min_size[8] = {
-    8, 8, 8, 8, 8, 6, 6, 6};
+    0, 0, 8, 8, 8, 6, 6, 6};
 
 /* Fewest wire bytes of one CreatableTopicConfig, per version: bounds its array counts. */
-static const uint16_t ka_createtopics_request_creatable_topic_config_min_size[8] = {4, 4, 4, 4,
+static const uint16_t ka_createtopics_request_creatable_topic_config_min_size[8] = {0, 0, 4, 4,
                                                                                     4, 3, 3, 3};
 
 /* Fewest wire bytes of one CreatableTopic, per version: bounds its array counts. */
-static const uint16_t ka_createtopics_request_creatable_topic_min_size[8] = {16, 16, 16, 16,
+static const uint16_t ka_createtopics_request_creatable_topic_min_size[8] = {0,  0,  16, 16,
                                                                              16, 10, 10, 10};
 
 void ka_createtopics_request_creatable_replica_assignment_init(
@@ -241,9 +241,7 @@ static int decode_createtopics_request(ka_reader_t *r, int16_t version, ka_arena
             decode_createtopics_request_creatable_topic(r, version, arena, &out->topics.items[i]));
     }
     KA_TRY(ka_read_i32(r, &out->timeout_ms));
-    if (version >= 1) {
-        KA_TRY(ka_read_bool(r, &out->validate_only));
-    }
+    KA_TRY(ka_read_bool(r, &out->validate_only));
     if (version >= 5)
         KA_TRY(ka_read_tagged_fields(r, &out->tagged_fields));
     return 0;
@@ -265,9 +263,7 @@ static int encode_createtopics_request(ka_writer_t *w, int16_t version,
         KA_WTRY(encode_createtopics_request_creatable_topic(w, version, &in->topics.items[i]));
     }
     KA_WTRY(ka_write_i32(w, in->timeout_ms));
-    if (version >= 1) {
-        KA_WTRY(ka_write_bool(w, in->validate_only));
-    }
+    KA_WTRY(ka_write_bool(w, in->validate_only));
     if (version >= 5)
         KA_WTRY(ka_write_tagged_fields(w, in->tagged_fields));
     return 0;

@@ -11,7 +11,7 @@ static const uint16_t ka_createtopics_response_creatable_topic_configs_min_size[
                                                                                       0, 6, 6, 6};
 
 /* Fewest wire bytes of one CreatableTopicResult, per version: bounds its array counts. */
-static const uint16_t ka_createtopics_response_creatable_topic_result_min_size[8] = {4, 6,  6,  6,
+static const uint16_t ka_createtopics_response_creatable_topic_result_min_size[8] = {0, 0,  6,  6,
                                                                                      6, 12, 12, 28};
 
 void ka_createtopics_response_creatable_topic_configs_init(
@@ -103,9 +103,9 @@ static int decode_createtopics_response_creatable_topic_result(
         KA_TRY(ka_read_uuid(r, out->topic_id));
     }
     KA_TRY(ka_read_i16(r, &out->error_code));
-    if (version >= 1 && version <= 4) {
+    if (version <= 4) {
         KA_TRY(ka_read_nullable_string(r, &out->error_message));
-    } else if (version >= 5) {
+    } else {
         KA_TRY(ka_read_compact_nullable_string(r, &out->error_message));
     }
     if (version >= 5) {
@@ -145,9 +145,9 @@ static int encode_createtopics_response_creatable_topic_result(
         KA_WTRY(ka_write_uuid(w, in->topic_id));
     }
     KA_WTRY(ka_write_i16(w, in->error_code));
-    if (version >= 1 && version <= 4) {
+    if (version <= 4) {
         KA_WTRY(ka_write_nullable_string(w, in->error_message));
-    } else if (version >= 5) {
+    } else {
         KA_WTRY(ka_write_compact_nullable_string(w, in->error_message));
     }
     if (version >= 5) {
@@ -177,9 +177,7 @@ static int decode_createtopics_response(ka_reader_t *r, int16_t version, ka_aren
 {
     void *items;
     ka_createtopics_response_init(out);
-    if (version >= 2) {
-        KA_TRY(ka_read_i32(r, &out->throttle_time_ms));
-    }
+    KA_TRY(ka_read_i32(r, &out->throttle_time_ms));
     if (version <= 4) {
         KA_TRY(ka_read_array_count(
             r, ka_createtopics_response_creatable_topic_result_min_size[version],
@@ -205,9 +203,7 @@ err_parse:
 static int encode_createtopics_response(ka_writer_t *w, int16_t version,
                                         const struct ka_createtopics_response *in)
 {
-    if (version >= 2) {
-        KA_WTRY(ka_write_i32(w, in->throttle_time_ms));
-    }
+    KA_WTRY(ka_write_i32(w, in->throttle_time_ms));
     if (version <= 4) {
         KA_WTRY(ka_write_array_count(w, in->topics.count));
     } else {

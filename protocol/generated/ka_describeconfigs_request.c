@@ -7,7 +7,7 @@
 #include "ka_describeconfigs_request.h"
 
 /* Fewest wire bytes of one DescribeConfigsResource, per version: bounds its array counts. */
-static const uint16_t ka_describeconfigs_request_describe_configs_resource_min_size[5] = {7, 7, 7,
+static const uint16_t ka_describeconfigs_request_describe_configs_resource_min_size[5] = {0, 7, 7,
                                                                                           7, 4};
 
 void ka_describeconfigs_request_describe_configs_resource_init(
@@ -106,9 +106,7 @@ static int decode_describeconfigs_request(ka_reader_t *r, int16_t version, ka_ar
         KA_TRY(decode_describeconfigs_request_describe_configs_resource(r, version, arena,
                                                                         &out->resources.items[i]));
     }
-    if (version >= 1) {
-        KA_TRY(ka_read_bool(r, &out->include_synonyms));
-    }
+    KA_TRY(ka_read_bool(r, &out->include_synonyms));
     if (version >= 3) {
         KA_TRY(ka_read_bool(r, &out->include_documentation));
     }
@@ -133,9 +131,7 @@ static int encode_describeconfigs_request(ka_writer_t *w, int16_t version,
         KA_WTRY(encode_describeconfigs_request_describe_configs_resource(w, version,
                                                                          &in->resources.items[i]));
     }
-    if (version >= 1) {
-        KA_WTRY(ka_write_bool(w, in->include_synonyms));
-    }
+    KA_WTRY(ka_write_bool(w, in->include_synonyms));
     if (version >= 3) {
         KA_WTRY(ka_write_bool(w, in->include_documentation));
     }

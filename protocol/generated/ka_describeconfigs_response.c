@@ -12,10 +12,10 @@ static const uint16_t ka_describeconfigs_response_describe_configs_synonym_min_s
 
 /* Fewest wire bytes of one DescribeConfigsResourceResult, per version: bounds its array counts. */
 static const uint16_t ka_describeconfigs_response_describe_configs_resource_result_min_size[5] = {
-    7, 11, 11, 14, 9};
+    0, 11, 11, 14, 9};
 
 /* Fewest wire bytes of one DescribeConfigsResult, per version: bounds its array counts. */
-static const uint16_t ka_describeconfigs_response_describe_configs_result_min_size[5] = {11, 11, 11,
+static const uint16_t ka_describeconfigs_response_describe_configs_result_min_size[5] = {0, 11, 11,
                                                                                          11, 7};
 
 void ka_describeconfigs_response_describe_configs_synonym_init(
@@ -48,19 +48,17 @@ static int decode_describeconfigs_response_describe_configs_synonym(
 {
     (void)arena;
     ka_describeconfigs_response_describe_configs_synonym_init(out);
-    if (version >= 1 && version <= 3) {
+    if (version <= 3) {
         KA_TRY(ka_read_string(r, &out->name));
-    } else if (version == 4) {
+    } else {
         KA_TRY(ka_read_compact_string(r, &out->name));
     }
-    if (version >= 1 && version <= 3) {
+    if (version <= 3) {
         KA_TRY(ka_read_nullable_string(r, &out->value));
-    } else if (version == 4) {
+    } else {
         KA_TRY(ka_read_compact_nullable_string(r, &out->value));
     }
-    if (version >= 1) {
-        KA_TRY(ka_read_i8(r, &out->source));
-    }
+    KA_TRY(ka_read_i8(r, &out->source));
     if (version == 4)
         KA_TRY(ka_read_tagged_fields(r, &out->tagged_fields));
     return 0;
@@ -72,19 +70,17 @@ static int encode_describeconfigs_response_describe_configs_synonym(
     ka_writer_t *w, int16_t version,
     const struct ka_describeconfigs_response_describe_configs_synonym *in)
 {
-    if (version >= 1 && version <= 3) {
+    if (version <= 3) {
         KA_WTRY(ka_write_string(w, in->name));
-    } else if (version == 4) {
+    } else {
         KA_WTRY(ka_write_compact_string(w, in->name));
     }
-    if (version >= 1 && version <= 3) {
+    if (version <= 3) {
         KA_WTRY(ka_write_nullable_string(w, in->value));
-    } else if (version == 4) {
+    } else {
         KA_WTRY(ka_write_compact_nullable_string(w, in->value));
     }
-    if (version >= 1) {
-        KA_WTRY(ka_write_i8(w, in->source));
-    }
+    KA_WTRY(ka_write_i8(w, in->source));
     if (version == 4)
         KA_WTRY(ka_write_tagged_fields(w, in->tagged_fields));
     return 0;
@@ -109,29 +105,22 @@ static int decode_describeconfigs_response_describe_configs_resource_result(
         KA_TRY(ka_read_compact_nullable_string(r, &out->value));
     }
     KA_TRY(ka_read_bool(r, &out->read_only));
-    if (version == 0) {
-        KA_TRY(ka_read_bool(r, &out->is_default));
-    }
-    if (version >= 1) {
-        KA_TRY(ka_read_i8(r, &out->config_source));
-    }
+    KA_TRY(ka_read_i8(r, &out->config_source));
     KA_TRY(ka_read_bool(r, &out->is_sensitive));
-    if (version >= 1 && version <= 3) {
+    if (version <= 3) {
         KA_TRY(ka_read_array_count(
             r, ka_describeconfigs_response_describe_configs_synonym_min_size[version],
             KA_MAX_ARRAY_COUNT, &out->synonyms.count));
-    } else if (version == 4) {
+    } else {
         KA_TRY(ka_read_compact_array_count(
             r, ka_describeconfigs_response_describe_configs_synonym_min_size[version],
             KA_MAX_ARRAY_COUNT, &out->synonyms.count));
     }
-    if (version >= 1) {
-        KA_TRY(ka_codec_alloc(r, arena, out->synonyms.count, sizeof(*out->synonyms.items), &items));
-        out->synonyms.items = items;
-        for (int32_t i = 0; i < out->synonyms.count; i++) {
-            KA_TRY(decode_describeconfigs_response_describe_configs_synonym(
-                r, version, arena, &out->synonyms.items[i]));
-        }
+    KA_TRY(ka_codec_alloc(r, arena, out->synonyms.count, sizeof(*out->synonyms.items), &items));
+    out->synonyms.items = items;
+    for (int32_t i = 0; i < out->synonyms.count; i++) {
+        KA_TRY(decode_describeconfigs_response_describe_configs_synonym(r, version, arena,
+                                                                        &out->synonyms.items[i]));
     }
     if (version >= 3) {
         KA_TRY(ka_read_i8(r, &out->config_type));
@@ -163,25 +152,18 @@ static int encode_describeconfigs_response_describe_configs_resource_result(
         KA_WTRY(ka_write_compact_nullable_string(w, in->value));
     }
     KA_WTRY(ka_write_bool(w, in->read_only));
-    if (version == 0) {
-        KA_WTRY(ka_write_bool(w, in->is_default));
-    }
-    if (version >= 1) {
-        KA_WTRY(ka_write_i8(w, in->config_source));
-    }
+    KA_WTRY(ka_write_i8(w, in->config_source));
     KA_WTRY(ka_write_bool(w, in->is_sensitive));
-    if (version >= 1 && version <= 3) {
+    if (version <= 3) {
         KA_WTRY(ka_write_array_count(w, in->synonyms.count));
-    } else if (version == 4) {
+    } else {
         KA_WTRY(ka_write_compact_array_count(w, in->synonyms.count));
     }
-    if (version >= 1) {
-        if (in->synonyms.count > 0 && in->synonyms.items == NULL)
-            return KA_EINVALID;
-        for (int32_t i = 0; i < in->synonyms.count; i++) {
-            KA_WTRY(encode_describeconfigs_response_describe_configs_synonym(
-                w, version, &in->synonyms.items[i]));
-        }
+    if (in->synonyms.count > 0 && in->synonyms.items == NULL)
+        return KA_EINVALID;
+    for (int32_t i = 0; i < in->synonyms.count; i++) {
+        KA_WTRY(encode_describeconfigs_response_describe_configs_synonym(w, version,
+                                                                         &in->synonyms.items[i]));
     }
     if (version >= 3) {
         KA_WTRY(ka_write_i8(w, in->config_type));

@@ -7,8 +7,8 @@
 #include "ka_metadata_request.h"
 
 /* Fewest wire bytes of one MetadataRequestTopic, per version: bounds its array counts. */
-static const uint16_t ka_metadata_request_metadata_request_topic_min_size[13] = {
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 18, 18, 18};
+static const uint16_t ka_metadata_request_metadata_request_topic_min_size[14] = {
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 18, 18, 18, 18};
 
 void ka_metadata_request_metadata_request_topic_init(
     struct ka_metadata_request_metadata_request_topic *m)

@@ -7,16 +7,16 @@
 #include "ka_metadata_response.h"
 
 /* Fewest wire bytes of one MetadataResponseBroker, per version: bounds its array counts. */
-static const uint16_t ka_metadata_response_metadata_response_broker_min_size[13] = {
-    10, 12, 12, 12, 12, 12, 12, 12, 12, 11, 11, 11, 11};
+static const uint16_t ka_metadata_response_metadata_response_broker_min_size[14] = {
+    10, 12, 12, 12, 12, 12, 12, 12, 12, 11, 11, 11, 11, 11};
 
 /* Fewest wire bytes of one MetadataResponsePartition, per version: bounds its array counts. */
-static const uint16_t ka_metadata_response_metadata_response_partition_min_size[13] = {
-    18, 18, 18, 18, 18, 22, 22, 26, 26, 18, 18, 18, 18};
+static const uint16_t ka_metadata_response_metadata_response_partition_min_size[14] = {
+    18, 18, 18, 18, 18, 22, 22, 26, 26, 18, 18, 18, 18, 18};
 
 /* Fewest wire bytes of one MetadataResponseTopic, per version: bounds its array counts. */
-static const uint16_t ka_metadata_response_metadata_response_topic_min_size[13] = {
-    8, 9, 9, 9, 9, 9, 9, 9, 13, 10, 26, 26, 26};
+static const uint16_t ka_metadata_response_metadata_response_topic_min_size[14] = {
+    8, 9, 9, 9, 9, 9, 9, 9, 13, 10, 26, 26, 26, 26};
 
 void ka_metadata_response_metadata_response_broker_init(
     struct ka_metadata_response_metadata_response_broker *m)
@@ -328,6 +328,9 @@ static int decode_metadata_response(ka_reader_t *r, int16_t version, ka_arena_t 
     if (version >= 8 && version <= 10) {
         KA_TRY(ka_read_i32(r, &out->cluster_authorized_operations));
     }
+    if (version == 13) {
+        KA_TRY(ka_read_i16(r, &out->error_code));
+    }
     if (version >= 9)
         KA_TRY(ka_read_tagged_fields(r, &out->tagged_fields));
     return 0;
@@ -372,6 +375,9 @@ static int encode_metadata_response(ka_writer_t *w, int16_t version,
     }
     if (version >= 8 && version <= 10) {
         KA_WTRY(ka_write_i32(w, in->cluster_authorized_operations));
+    }
+    if (version == 13) {
+        KA_WTRY(ka_write_i16(w, in->error_code));
     }
     if (version >= 9)
         KA_WTRY(ka_write_tagged_fields(w, in->tagged_fields));

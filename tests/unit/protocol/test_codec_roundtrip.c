@@ -108,7 +108,7 @@ static void test_every_sample_round_trips(void **state)
 static void test_every_version_of_every_codec_has_samples(void **state)
 {
     (void)state;
-    assert_int_equal(ka_codecs_count, 14);
+    assert_int_equal(ka_codecs_count, 26);
     for (size_t i = 0; i < ka_codecs_count; i++) {
         const struct ka_codec *c = &ka_codecs[i];
         for (int16_t v = c->min_version; v <= c->max_version; v++) {
@@ -217,7 +217,8 @@ static void test_createtopics_built_in_code_decodes_to_the_same_fields(void **st
     req.topics.items = &topic;
     req.validate_only = 1;
 
-    for (int16_t v = 0; v <= KA_CREATETOPICS_REQUEST_MAX_VERSION; v++) {
+    for (int16_t v = KA_CREATETOPICS_REQUEST_MIN_VERSION; v <= KA_CREATETOPICS_REQUEST_MAX_VERSION;
+         v++) {
         ka_writer_t w;
         ka_writer_init(&w, 4096);
         assert_int_equal(ka_createtopics_request_encode(&w, v, &req), 0);
@@ -292,6 +293,49 @@ static void test_null_in_a_non_nullable_version_is_refused_on_encode(void **stat
     ka_writer_free(&w);
 }
 
+/*
+ * A nullable struct (not in an array) travels behind a presence byte: -1
+ * for null, 1 for present. Any other byte would not re-encode to the same
+ * bytes, so it is refused.
+ */
+static void test_nullable_struct_presence_byte(void **state)
+{
+    (void)state;
+    struct ka_streamsgroupheartbeat_request_topology topology;
+    ka_streamsgroupheartbeat_request_topology_init(&topology);
+    topology.epoch = 41;
+    struct ka_streamsgroupheartbeat_request req;
+    ka_streamsgroupheartbeat_request_init(&req);
+    assert_null(req.topology);
+    req.group_id = KA_SLICE_LIT("g");
+    req.member_id = KA_SLICE_LIT("m");
+    /* group id, member id, two epochs, two null strings, the rebalance timeout. */
+    const size_t marker = 2 + 2 + 4 + 4 + 1 + 1 + 4;
+    for (int present = 0; present <= 1; present++) {
+        req.topology = present ? &topology : NULL;
+        ka_writer_t w;
+        ka_writer_init(&w, 256);
+        assert_int_equal(ka_streamsgroupheartbeat_request_encode(&w, 0, &req), 0);
+        assert_int_equal(w.buf[marker], present ? 0x01 : 0xff);
+        ka_arena_t arena;
+        ka_arena_init(&arena, 1 << 16);
+        struct ka_streamsgroupheartbeat_request out;
+        ka_reader_t r;
+        ka_reader_init(&r, w.buf, w.len);
+        assert_int_equal(ka_streamsgroupheartbeat_request_decode(&r, 0, &arena, &out), 0);
+        if (present)
+            assert_int_equal(out.topology->epoch, 41);
+        else
+            assert_null(out.topology);
+        w.buf[marker] = 0x02;
+        ka_reader_init(&r, w.buf, w.len);
+        assert_int_equal(ka_streamsgroupheartbeat_request_decode(&r, 0, &arena, &out), KA_EINVALID);
+        assert_int_equal(r.err_off, marker + 1);
+        ka_arena_destroy(&arena);
+        ka_writer_free(&w);
+    }
+}
+
 static void test_arena_cap_is_reported_as_a_limit(void **state)
 {
     (void)state;
@@ -309,13 +353,14 @@ static void test_arena_cap_is_reported_as_a_limit(void **state)
         ka_write_i32(&w, i);
     ka_write_array_count(&w, 0);
     ka_write_i32(&w, 1000);
+    ka_write_bool(&w, 0);
     assert_int_equal(w.err, 0);
     ka_arena_t arena;
     ka_arena_init(&arena, 1024);
     struct ka_createtopics_request req;
     ka_reader_t r;
     ka_reader_init(&r, w.buf, w.len);
-    assert_int_equal(ka_createtopics_request_decode(&r, 0, &arena, &req), KA_ELIMIT);
+    assert_int_equal(ka_createtopics_request_decode(&r, 2, &arena, &req), KA_ELIMIT);
     ka_arena_destroy(&arena);
     ka_writer_free(&w);
 }
@@ -462,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_createtopics_built_in_code_decodes_to_the_same_fields),
         cmocka_unit_test(test_fields_absent_from_a_version_take_spec_defaults),
         cmocka_unit_test(test_null_in_a_non_nullable_version_is_refused_on_encode),
+        cmocka_unit_test(test_nullable_struct_presence_byte),
         cmocka_unit_test(test_arena_cap_is_reported_as_a_limit),
         cmocka_unit_test(test_frame_names_map_to_codecs),
         cmocka_unit_test(test_frame_loader_accepts_frames_with_or_without_header),
