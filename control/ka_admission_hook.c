@@ -279,6 +279,7 @@ int ka_admission_start(ka_server_t *srv, ka_policy_t *policy, char *err, size_t 
         return rc;
     }
     ka_mdc_set_security(a->mdc, &srv->mdc_security);
+    ka_mdc_set_pool(a->mdc, &srv->pool);
     static const int16_t keys[] = {
         KA_CREATETOPICS_REQUEST_API_KEY, KA_CREATEPARTITIONS_REQUEST_API_KEY,
         KA_ALTERPARTITIONREASSIGNMENTS_REQUEST_API_KEY, KA_METADATA_REQUEST_API_KEY};

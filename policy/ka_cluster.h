@@ -2,8 +2,8 @@
  * ka_cluster.h: the cluster view, an immutable snapshot of what the
  * brokers host.
  *
- * The metadata client fills a builder from its Metadata (and, when it has
- * them, DescribeCluster and DescribeConfigs) responses, then finishes it into
+ * ka_view_build (ka_view_build.h) fills a builder from the metadata client's
+ * Metadata, DescribeCluster and DescribeConfigs answers, then finishes it into
  * a view that never changes and is shared by reference count
  * (ka_cluster_ref / ka_cluster_unref, thread-safe). The view answers what
  * the admission engine asks: which brokers exist, on which rack, whether

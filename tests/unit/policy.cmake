@@ -13,3 +13,8 @@ endforeach()
 if(NOT KADMIT_FUZZ)
   include(${CMAKE_CURRENT_LIST_DIR}/../fuzz/policy.cmake)
 endif()
+
+# The view builder over answers captured from a real broker; it decodes them
+# with protocol/'s codecs first.
+ka_unit_test(test_policy_view_build
+  SOURCES ${KA_POLICY_TEST_DIR}/test_view_build.c LIBS ka_policy_fixtures ka_policy ka_protocol)
