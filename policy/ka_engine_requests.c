@@ -235,11 +235,11 @@ static int create_topic(struct ka_work *w, const ka_create_topic_t *t, bool dup,
         return ka_work_defer(v, "num_partitions %d is not valid", partitions);
     if (replication <= 0)
         return ka_work_defer(v, "replication_factor %d is not valid", replication);
-    if ((size_t)replication > w->broker_count)
-        return ka_work_defer(v, "replication factor %d is larger than the %zu brokers", replication,
-                             w->broker_count);
-    if (w->unfenced_count == 0)
-        return ka_work_defer(v, "every broker is fenced");
+    /* Kafka's placer uses unfenced brokers only, and refuses a factor above their number
+     * (INVALID_REPLICATION_FACTOR): leave that answer to the broker. */
+    if ((size_t)replication > w->unfenced_count)
+        return ka_work_defer(v, "replication factor %d is larger than the %zu unfenced brokers",
+                             replication, w->unfenced_count);
     plan.partition_count = plan.new_partitions = partitions;
     return ka_work_decide_auto(w, v, &plan, partitions, replication, seed, true);
 }
@@ -313,11 +313,11 @@ static int create_partitions(struct ka_work *w, const ka_create_partitions_t *t,
             return rc < 0 ? rc : 0;
         return ka_work_decide_exact(w, v, &plan);
     }
-    if ((size_t)replication > w->broker_count)
-        return ka_work_defer(v, "replication factor %d is larger than the %zu brokers", replication,
-                             w->broker_count);
-    if (w->unfenced_count == 0)
-        return ka_work_defer(v, "every broker is fenced");
+    /* Kafka's placer uses unfenced brokers only, and refuses a factor above their number
+     * (INVALID_REPLICATION_FACTOR): leave that answer to the broker. */
+    if ((size_t)replication > w->unfenced_count)
+        return ka_work_defer(v, "replication factor %d is larger than the %zu unfenced brokers",
+                             replication, w->unfenced_count);
     return ka_work_decide_auto(w, v, &plan, added, replication, seed, true);
 }
 
@@ -428,7 +428,7 @@ static int auto_create(struct ka_work *w, ka_slice_t name, ka_verdict_t *v)
      * or defaults the broker cannot satisfy. */
     if (!ka_topic_name_valid(name) || ka_cluster_find_topic(w->ctx->view, name) != NULL ||
         ka_reservations_has_topic(w->ctx->ledger, name) || partitions <= 0 || replication <= 0 ||
-        (size_t)replication > w->broker_count || w->unfenced_count == 0)
+        (size_t)replication > w->unfenced_count)
         return 0;
     plan.partition_count = plan.new_partitions = partitions;
     /* The broker places auto-created topics itself: always the bound. */

@@ -507,7 +507,7 @@ static void test_what_is_not_a_limit_question_is_left_to_the_broker(void **state
         fx_create("rf-zero", 1, 0),
     };
     const char *reasons[] = {"already exists",
-                             "larger than the 3 brokers",
+                             "larger than the 3 unfenced brokers",
                              "indices",
                              "broker 1 twice",
                              "1 replicas, not 2",
