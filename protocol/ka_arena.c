@@ -100,11 +100,3 @@ int ka_arena_alloc_array(ka_arena_t *a, size_t n, size_t size, void **out)
     *out = p;
     return 0;
 }
-
-void *ka_arena_alloc(ka_arena_t *a, size_t size)
-{
-    void *p = NULL;
-    if (ka_arena_alloc_array(a, 1, size, &p) < 0)
-        return NULL;
-    return p;
-}

@@ -43,7 +43,4 @@ void ka_arena_reset(ka_arena_t *a);
  */
 int ka_arena_alloc_array(ka_arena_t *a, size_t n, size_t size, void **out);
 
-/* The single-object form of ka_arena_alloc_array; NULL on failure. */
-void *ka_arena_alloc(ka_arena_t *a, size_t size);
-
 #endif
