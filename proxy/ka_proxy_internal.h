@@ -224,7 +224,8 @@ struct ka_server {
     int tls_timer_open;
 };
 
-/* ka_session.c (called by the listener) */
+/* ka_session.c (called by the listener; the relay's version refusal still calls
+ * ka_session_close by name, until that call site is replaced) */
 /* A session for the next pending connection; the listener links it into its list. */
 ka_session_t *ka_session_new(ka_server_t *srv, ka_session_closed_cb closed_cb);
 /* Accepts the connection and connects upstream, or closes the session saying why. */
