@@ -1,9 +1,9 @@
 /*
- * ka_metrics.h: the proxy's counters and gauges, and their Prometheus text.
+ * ka_metrics.h: the process's counters and gauges, and their Prometheus text.
  *
- * A plain struct that the data path bumps directly (one event loop thread,
- * so no atomics). The admin HTTP server renders it with
- * ka_metrics_render(); nothing else reads it.
+ * A plain struct that the data path and the control plane bump directly
+ * (one event loop thread, so no atomics). The admin HTTP server renders it
+ * with ka_metrics_render(); nothing else reads it but tests.
  */
 #ifndef KA_METRICS_H
 #define KA_METRICS_H

@@ -91,6 +91,11 @@ static inline void ka_pbuf_ref(ka_pbuf_t *b)
 
 /* Drops one reference; the last one returns the bytes and resumes waiters. */
 void ka_pbuf_unref(ka_pool_t *p, ka_pbuf_t *b);
+/* The buffer whose data starts at `data` (a pointer ka_pool_alloc handed out). */
+static inline ka_pbuf_t *ka_pbuf_of(uint8_t *data)
+{
+    return (ka_pbuf_t *)(void *)(data - offsetof(ka_pbuf_t, data));
+}
 
 /* Bytes an allocation of the given priority could get right now. */
 uint64_t ka_pool_available(const ka_pool_t *p, int priority);

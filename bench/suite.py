@@ -37,7 +37,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT / "tests" / "integration"))
+sys.path.insert(0, str(ROOT / "scripts" / "harness"))
 import kafka_cluster as kc  # noqa: E402
 import kafka_wire  # noqa: E402
 

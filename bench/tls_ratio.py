@@ -27,6 +27,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
+# The cluster harness; the TLS cluster and certificates above are still the test suite's.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "harness"))
 
 import clients  # noqa: E402
 import tls_certs  # noqa: E402

@@ -32,8 +32,8 @@ struct ka_admission {
 
 static int64_t now_ms(ka_admission_t *a)
 {
-    uv_update_time(a->srv->loop);
-    return (int64_t)uv_now(a->srv->loop);
+    uv_update_time(ka_server_loop(a->srv));
+    return (int64_t)uv_now(ka_server_loop(a->srv));
 }
 
 static void wake_all(ka_admission_t *a)
@@ -91,7 +91,7 @@ static int defer_cb(void *user, void (*wake)(void *arg), void *arg)
         a->capwaiters = cap;
     }
     a->waiters[a->nwaiters++] = (waiter_t){wake, arg};
-    a->srv->metrics.adm_deferred++;
+    ka_server_metrics(a->srv)->adm_deferred++;
     ka_mdc_refresh(a->mdc);
     return 0;
 }
@@ -130,7 +130,7 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
                       ka_hook_verdict_t *v)
 {
     ka_admission_t *a = user;
-    ka_metrics_t *m = &a->srv->metrics;
+    ka_metrics_t *m = ka_server_metrics(a->srv);
     int resumed = v->resumed;
     ka_adm_outcome_t o;
     int64_t now = now_ms(a);
@@ -148,7 +148,7 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
                         /* An item the view does not know waits for one refresh, then
                          * the resumed decision judges it on what the view shows. */
                         .may_wait_for_view = !resumed,
-                        .max_frame = a->srv->cfg->max_frame_bytes};
+                        .max_frame = ka_server_config(a->srv)->max_frame_bytes};
     int rc = ka_adm_request(&ctx, frame, *len, &o);
     int audit_mode = ka_policy_enforcement(policy) == KA_ENFORCEMENT_AUDIT;
     ka_cluster_unref(view);
@@ -226,7 +226,8 @@ static int on_response(void *user, const ka_inflight_entry_t *request, uint8_t *
     ka_adm_pending_t *p = request->answer;
     uint8_t *merged = NULL;
     size_t mlen = 0;
-    int rc = ka_adm_response(p, frame, *len, a->srv->cfg->max_frame_bytes, &merged, &mlen);
+    int rc =
+        ka_adm_response(p, frame, *len, ka_server_config(a->srv)->max_frame_bytes, &merged, &mlen);
     if (rc < 0) {
         ka_log(KA_LOG_WARN, "admission: broker response does not decode, forwarded unchanged",
                KA_KS("api", ka_api_name(p->api_key)), KA_KI("version", p->api_version),
@@ -243,7 +244,7 @@ static int on_response(void *user, const ka_inflight_entry_t *request, uint8_t *
             released++;
         it->reservation_id = 0;
     }
-    a->srv->metrics.adm_reservations_released += released;
+    ka_server_metrics(a->srv)->adm_reservations_released += released;
     if (merged != NULL || failed > 0)
         ka_log(KA_LOG_INFO, "admission response", KA_KS("api", ka_api_name(p->api_key)),
                KA_KI("correlation_id", request->correlation_id), KA_KI("items", p->count),
@@ -268,9 +269,10 @@ int ka_admission_start(ka_server_t *srv, ka_policy_t *policy, char *err, size_t 
     }
     a->srv = srv;
     a->policy = policy;
-    int rc = ka_mdc_start(srv->loop, (const struct sockaddr *)&srv->metadata_addr,
-                          srv->metadata_name, ka_policy_metadata_refresh_interval_ms(policy),
-                          &srv->metrics, on_view, a, &a->mdc);
+    int rc =
+        ka_mdc_start(ka_server_loop(srv), ka_server_metadata_addr(srv),
+                     ka_server_metadata_name(srv), ka_policy_metadata_refresh_interval_ms(policy),
+                     ka_server_metrics(srv), on_view, a, &a->mdc);
     if (rc < 0) {
         ka_reservations_free(a->ledger);
         ka_policy_unref(policy);
@@ -278,13 +280,13 @@ int ka_admission_start(ka_server_t *srv, ka_policy_t *policy, char *err, size_t 
         snprintf(err, errlen, "cannot start the metadata client: %s", ka_strerror(rc));
         return rc;
     }
-    ka_mdc_set_security(a->mdc, &srv->mdc_security);
-    ka_mdc_set_pool(a->mdc, &srv->pool);
+    ka_mdc_set_security(a->mdc, ka_server_upstream_security(srv));
+    ka_mdc_set_pool(a->mdc, ka_server_pool(srv));
     static const int16_t keys[] = {
         KA_CREATETOPICS_REQUEST_API_KEY, KA_CREATEPARTITIONS_REQUEST_API_KEY,
         KA_ALTERPARTITIONREASSIGNMENTS_REQUEST_API_KEY, KA_METADATA_REQUEST_API_KEY};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-        ka_intercept_entry_t *e = &srv->intercept.api[keys[i]];
+        ka_intercept_entry_t *e = &ka_server_intercept(srv)->api[keys[i]];
         e->buffer_request = 1;
         e->on_request = on_request;
         e->on_response = keys[i] == KA_METADATA_REQUEST_API_KEY ? NULL : on_response;
@@ -293,7 +295,7 @@ int ka_admission_start(ka_server_t *srv, ka_policy_t *policy, char *err, size_t 
         e->cancel = cancel_cb;
         e->free_state = free_state_cb;
     }
-    srv->admission = a;
+    ka_server_set_admission(srv, a);
     ka_log(KA_LOG_INFO, "admission enabled",
            KA_KI("max.broker.partitions", ka_policy_default_broker_limit(policy)),
            KA_KI("broker_overrides", ka_policy_override_count(policy)),
@@ -349,6 +351,6 @@ void ka_admission_stop(ka_admission_t *a)
     ka_cluster_unref(a->view);
     ka_reservations_free(a->ledger);
     ka_policy_unref(a->policy);
-    a->srv->admission = NULL;
+    ka_server_set_admission(a->srv, NULL);
     free(a);
 }

@@ -13,7 +13,7 @@
 static void reload_cb(void *arg, const char *trigger)
 {
     ka_policy_reload_t *r = arg;
-    ka_admission_t *a = r->srv->admission;
+    ka_admission_t *a = ka_server_admission(r->srv);
     ka_policy_t *current = ka_admission_policy(a), *next = NULL;
     char err[768] = "", hash[17];
     enum ka_reload_result result =
@@ -63,8 +63,9 @@ void ka_policy_reload_start(ka_policy_reload_t *r, ka_server_t *srv, const ka_co
         return;
     r->srv = srv;
     r->watching = 1;
-    if (ka_policy_watch_start(&r->watch, srv->loop, cfg->policy_path, !cfg->policy_watch_off,
-                              KA_POLICY_WATCH_DEBOUNCE_MS, reload_cb, r, err, sizeof(err)) < 0)
+    if (ka_policy_watch_start(&r->watch, ka_server_loop(srv), cfg->policy_path,
+                              !cfg->policy_watch_off, KA_POLICY_WATCH_DEBOUNCE_MS, reload_cb, r,
+                              err, sizeof(err)) < 0)
         ka_log(KA_LOG_WARN, "the policy file is reloaded on SIGHUP only", KA_KS("why", err));
     ka_log(KA_LOG_INFO, "policy file", KA_KS("file", cfg->policy_path),
            KA_KS("watch", cfg->policy_watch_off ? "off (SIGHUP only)" : "directory events"),

@@ -50,7 +50,7 @@ typedef struct admin_state {
 
 static ka_admission_t *admission_of(admin_state_t *st)
 {
-    return st->srv->admission;
+    return ka_server_admission(st->srv);
 }
 
 static ka_policy_t *op_policy_get(void *ctx)
@@ -124,8 +124,8 @@ static int64_t op_clock_ms(void *ctx)
     ka_admission_t *a = admission_of(st);
     if (a != NULL)
         return ka_admission_now_ms(a);
-    uv_update_time(st->srv->loop);
-    return (int64_t)uv_now(st->srv->loop);
+    uv_update_time(ka_server_loop(st->srv));
+    return (int64_t)uv_now(ka_server_loop(st->srv));
 }
 
 static int op_metrics_render(void *ctx, ka_admin_buf_t *out)
@@ -135,7 +135,7 @@ static int op_metrics_render(void *ctx, ka_admin_buf_t *out)
         char *p = ka_admin_buf_reserve(out, cap);
         if (p == NULL)
             return KA_ENOMEM;
-        long n = ka_metrics_render(&st->srv->metrics, &st->srv->pool, p, cap);
+        long n = ka_metrics_render(ka_server_metrics(st->srv), ka_server_pool(st->srv), p, cap);
         if (n >= 0) {
             ka_admin_buf_commit(out, (size_t)n);
             return 0;
@@ -148,7 +148,7 @@ static int op_metrics_render(void *ctx, ka_admin_buf_t *out)
 
 static void op_pool_get(void *ctx, ka_admin_pool_t *out)
 {
-    ka_pool_t *pool = &((admin_state_t *)ctx)->srv->pool;
+    ka_pool_t *pool = ka_server_pool(((admin_state_t *)ctx)->srv);
     out->capacity = pool->capacity;
     out->free_bytes = ka_pool_free_bytes(pool);
     out->used_bytes = ka_pool_used_bytes(pool);
@@ -169,26 +169,27 @@ static bool op_ready(void *ctx, char *why, size_t len)
     admin_state_t *st = ctx;
     ka_server_t *srv = st->srv;
     ka_admission_t *a = admission_of(st);
-    if (srv->draining) {
+    if (ka_server_draining(srv)) {
         snprintf(why, len, "draining connections before exit");
         return false;
     }
     if (a == NULL) {
         if (!st->reachable) {
-            snprintf(why, len, "the broker at %s is not reachable", srv->upstream_name);
+            snprintf(why, len, "the broker at %s is not reachable", ka_server_upstream_name(srv));
             return false;
         }
         return true;
     }
     if (!ka_admission_upstream_connected(a)) {
         snprintf(why, len, "the metadata client is not connected to the broker at %s",
-                 srv->metadata_name);
+                 ka_server_metadata_name(srv));
         return false;
     }
     ka_policy_t *policy = ka_admission_policy(a);
     ka_cluster_t *view = ka_admission_view(a);
     if (view == NULL) {
-        snprintf(why, len, "no cluster view from the broker at %s yet", srv->metadata_name);
+        snprintf(why, len, "no cluster view from the broker at %s yet",
+                 ka_server_metadata_name(srv));
         return false;
     }
     int64_t now = ka_admission_now_ms(a);
@@ -222,13 +223,13 @@ static void probe_timer_cb(uv_timer_t *t)
     admin_state_t *st = t->data;
     if (st->probe_busy || st->closed)
         return;
-    if (uv_tcp_init(st->srv->loop, &st->probe_tcp) < 0)
+    if (uv_tcp_init(ka_server_loop(st->srv), &st->probe_tcp) < 0)
         return;
     st->probe_busy = 1;
     st->probe_tcp.data = st;
     st->probe_req.data = st;
-    if (uv_tcp_connect(&st->probe_req, &st->probe_tcp,
-                       (const struct sockaddr *)&st->srv->upstream_addr, probe_connect_cb) < 0) {
+    if (uv_tcp_connect(&st->probe_req, &st->probe_tcp, ka_server_upstream_addr(st->srv),
+                       probe_connect_cb) < 0) {
         st->reachable = 0;
         uv_close((uv_handle_t *)&st->probe_tcp, probe_closed_cb);
     }
@@ -271,12 +272,12 @@ static int admin_start(admin_state_t *st, ka_admin_ops_t *ops, const ka_config_t
     ka_admin_config_t acfg = {.token = token};
     *ops = admin_ops;
     ops->ctx = st;
-    if (st->srv->admission == NULL) {
+    if (ka_server_admission(st->srv) == NULL) {
         if (ka_policy_new_default(0, &st->fallback) < 0) {
             snprintf(err, errlen, "out of memory");
             return KA_ENOMEM;
         }
-        uv_timer_init(st->srv->loop, &st->probe_timer);
+        uv_timer_init(ka_server_loop(st->srv), &st->probe_timer);
         st->probe_timer.data = st;
         st->probe_started = 1;
         uv_timer_start(&st->probe_timer, probe_timer_cb, 0, ADMIN_PROBE_INTERVAL_MS);
@@ -284,13 +285,13 @@ static int admin_start(admin_state_t *st, ka_admin_ops_t *ops, const ka_config_t
     }
     ka_config_admin_address(cfg, addr, sizeof(addr));
     char why[400] = "";
-    int rc = ka_admin_server_start(st->srv->loop, addr, &acfg, ops, &st->server, why, sizeof(why));
+    int rc = ka_admin_server_start(ka_server_loop(st->srv), addr, &acfg, ops, &st->server, why,
+                                   sizeof(why));
     if (rc < 0) {
         snprintf(err, errlen, "--admin %s: %s", addr, why);
         return rc;
     }
-    st->srv->on_drain = admin_close;
-    st->srv->on_drain_arg = st;
+    ka_server_on_drain(st->srv, admin_close, st);
     ka_log(KA_LOG_INFO, "admin API listening", KA_KS("address", cfg->admin.host),
            KA_KI("port", ka_admin_server_port(st->server)),
            KA_KS("mutations", token[0] ? "token required" : "refused: no token configured"));
@@ -346,12 +347,8 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     uv_loop_t *loop = uv_default_loop();
-    ka_server_t *srv = calloc(1, sizeof(*srv));
-    if (srv == NULL) {
-        fprintf(stderr, "kadmit: out of memory\n");
-        return 1;
-    }
-    if (ka_server_init(srv, loop, &cfg, err, sizeof(err)) < 0) {
+    ka_server_t *srv = NULL;
+    if (ka_server_new(loop, &cfg, &srv, err, sizeof(err)) < 0) {
         fprintf(stderr, "kadmit: %s\n", err);
         ka_policy_unref(policy);
         return 1;
@@ -381,9 +378,9 @@ int main(int argc, char **argv)
     uv_run(loop, UV_RUN_DEFAULT);
     ka_policy_reload_free(ps);
     ka_policy_unref(admin.fallback);
-    ka_admission_stop(srv->admission);
+    ka_admission_stop(ka_server_admission(srv));
     ka_server_close(srv);
     uv_loop_close(loop);
-    free(srv);
+    ka_server_free(srv);
     return exit_code;
 }

@@ -94,7 +94,7 @@ static inline const ka_intercept_entry_t *ka_intercept_lookup(const ka_intercept
     return e->buffer_request || e->buffer_response ? e : NULL;
 }
 
-/* The table this issue wires: ApiVersions responses are clamped. */
+/* The table without a policy: only ApiVersions responses are held, to be clamped. */
 void ka_intercept_table_default(ka_intercept_table_t *t);
 
 /* The ApiVersions response handler (exposed for tests). */

@@ -19,8 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ka_log.h"
-#include "ka_proxy.h"
+#include "ka_proxy_internal.h"
 
 static uint64_t now_ns(void)
 {
@@ -81,10 +80,30 @@ static void drain_timer_cb(uv_timer_t *t)
            KA_KI("drain_timeout_s", srv->cfg->drain_timeout_s));
 }
 
+/* The session's handles have all closed: it leaves the list, and may have been the last. */
+static void session_closed_cb(ka_session_t *s)
+{
+    ka_server_t *srv = s->server;
+    if (s->prev)
+        s->prev->next = s->next;
+    else if (srv->sessions == s)
+        srv->sessions = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    drain_finish_if_done(srv);
+}
+
 static void accept_one(ka_server_t *srv)
 {
     srv->accepts_this_turn++;
-    ka_session_start(srv, (uv_stream_t *)&srv->listener);
+    ka_session_t *s = ka_session_new(srv, session_closed_cb);
+    if (s == NULL)
+        return;
+    s->next = srv->sessions;
+    if (srv->sessions)
+        srv->sessions->prev = s;
+    srv->sessions = s;
+    ka_session_accept(s, (uv_stream_t *)&srv->listener);
 }
 
 static void connection_cb(uv_stream_t *listener, int status)
@@ -119,10 +138,9 @@ static void accept_check_cb(uv_check_t *check)
     srv->accepts_this_turn = 0;
 }
 
-int ka_server_init(ka_server_t *srv, uv_loop_t *loop, const ka_config_t *cfg, char *err,
-                   size_t errlen)
+static int server_init(ka_server_t *srv, uv_loop_t *loop, const ka_config_t *cfg, char *err,
+                       size_t errlen)
 {
-    memset(srv, 0, sizeof(*srv));
     srv->loop = loop;
     srv->cfg = cfg;
     ka_pool_init(&srv->pool, cfg->buffer_memory,
@@ -160,6 +178,26 @@ int ka_server_init(ka_server_t *srv, uv_loop_t *loop, const ka_config_t *cfg, ch
     return 0;
 }
 
+int ka_server_new(uv_loop_t *loop, const ka_config_t *cfg, ka_server_t **out, char *err,
+                  size_t errlen)
+{
+    *out = NULL;
+    ka_server_t *srv = calloc(1, sizeof(*srv));
+    if (srv == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return KA_ENOMEM;
+    }
+    int rc = server_init(srv, loop, cfg, err, errlen);
+    if (rc < 0) {
+        /* Before any handle exists (resolution, TLS files): nothing to close. */
+        ka_server_tls_free(srv);
+        free(srv);
+        return rc;
+    }
+    *out = srv;
+    return 0;
+}
+
 int ka_server_listen(ka_server_t *srv, char *err, size_t errlen)
 {
     const ka_hostport_t *hp = &srv->cfg->listen;
@@ -190,6 +228,7 @@ int ka_server_listen(ka_server_t *srv, char *err, size_t errlen)
             port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
         }
     }
+    srv->listen_port = port;
     ka_log(KA_LOG_INFO, "listening", KA_KS("address", host), KA_KI("port", port),
            KA_KS("upstream", srv->upstream_name), KA_KI("buffer_memory", srv->cfg->buffer_memory),
            KA_KI("max_frame_bytes", srv->cfg->max_frame_bytes),
@@ -235,11 +274,6 @@ static void drain_finish_if_done(ka_server_t *srv)
     uv_close((uv_handle_t *)&srv->resume_idle, NULL);
 }
 
-void ka_server_session_closed(ka_server_t *srv)
-{
-    drain_finish_if_done(srv);
-}
-
 void ka_server_close(ka_server_t *srv)
 {
     signal(SIGTERM, SIG_IGN);
@@ -249,9 +283,86 @@ void ka_server_close(ka_server_t *srv)
     ka_server_tls_close(srv);
     uv_run(srv->loop, UV_RUN_NOWAIT);
     ka_server_tls_free(srv);
-    while (srv->wreq_cache) {
-        ka_wreq_t *w = srv->wreq_cache;
-        srv->wreq_cache = w->next_free;
-        free(w);
-    }
+    ka_output_cache_free(srv);
+}
+
+void ka_server_free(ka_server_t *srv)
+{
+    free(srv);
+}
+
+uv_loop_t *ka_server_loop(const ka_server_t *srv)
+{
+    return srv->loop;
+}
+
+const ka_config_t *ka_server_config(const ka_server_t *srv)
+{
+    return srv->cfg;
+}
+
+int ka_server_listen_port(const ka_server_t *srv)
+{
+    return srv->listen_port;
+}
+
+int ka_server_draining(const ka_server_t *srv)
+{
+    return srv->draining;
+}
+
+const struct sockaddr *ka_server_upstream_addr(const ka_server_t *srv)
+{
+    return (const struct sockaddr *)&srv->upstream_addr;
+}
+
+const char *ka_server_upstream_name(const ka_server_t *srv)
+{
+    return srv->upstream_name;
+}
+
+const struct sockaddr *ka_server_metadata_addr(const ka_server_t *srv)
+{
+    return (const struct sockaddr *)&srv->metadata_addr;
+}
+
+const char *ka_server_metadata_name(const ka_server_t *srv)
+{
+    return srv->metadata_name;
+}
+
+const ka_upstream_security_t *ka_server_upstream_security(const ka_server_t *srv)
+{
+    return &srv->mdc_security;
+}
+
+ka_pool_t *ka_server_pool(ka_server_t *srv)
+{
+    return &srv->pool;
+}
+
+ka_metrics_t *ka_server_metrics(ka_server_t *srv)
+{
+    return &srv->metrics;
+}
+
+ka_intercept_table_t *ka_server_intercept(ka_server_t *srv)
+{
+    return &srv->intercept;
+}
+
+void ka_server_set_admission(ka_server_t *srv, struct ka_admission *admission)
+{
+    srv->admission = admission;
+}
+
+struct ka_admission *ka_server_admission(const ka_server_t *srv)
+{
+    return srv->admission;
+}
+
+void ka_server_on_drain(ka_server_t *srv, void (*cb)(void *arg), void *arg)
+{
+    srv->on_drain = cb;
+    srv->on_drain_arg = arg;
 }

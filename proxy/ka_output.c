@@ -12,8 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ka_log.h"
-#include "ka_proxy.h"
+#include "ka_proxy_internal.h"
 
 static ka_wreq_t *wreq_get(ka_server_t *srv)
 {
@@ -58,7 +57,7 @@ static void write_cb(uv_write_t *req, int status)
     if (s->state == KA_SESSION_CLOSING)
         return;
     if (status < 0) {
-        ka_session_close(s, KA_LOG_INFO,
+        s->events->close(s, KA_LOG_INFO,
                          leg->is_client ? "write to client failed" : "write to upstream failed",
                          uv_strerror(status));
         return;
@@ -68,8 +67,7 @@ static void write_cb(uv_write_t *req, int status)
         src->pause &= ~KA_PAUSE_BACKPRESSURE;
         ka_leg_update_reading(src);
     }
-    ka_leg_maybe_shutdown(leg);
-    ka_session_maybe_finish(s);
+    s->events->advance(s);
 }
 
 /* Hands w to libuv; returns nonzero when the session closed instead. */
@@ -80,7 +78,7 @@ static int submit(ka_leg_t *dst, ka_wreq_t *w)
     int rc = uv_write(&w->req, (uv_stream_t *)&dst->tcp, w->bufs, w->nbufs, write_cb);
     if (rc < 0) {
         ka_output_release(s->server, w);
-        ka_session_close(s, KA_LOG_INFO, "write failed", uv_strerror(rc));
+        s->events->close(s, KA_LOG_INFO, "write failed", uv_strerror(rc));
         return 1;
     }
     dst->write_pending += w->bytes;
@@ -94,7 +92,7 @@ void ka_output_send_raw(ka_leg_t *dst, ka_pbuf_t *pb, size_t len)
     if (len == 0 || !dst->open || s->state == KA_SESSION_CLOSING)
         return;
     if ((w = wreq_get(s->server)) == NULL) {
-        ka_session_close(s, KA_LOG_ERROR, "out of memory for a write request", NULL);
+        s->events->close(s, KA_LOG_ERROR, "out of memory for a write request", NULL);
         return;
     }
     ka_pbuf_ref(pb);
@@ -120,10 +118,9 @@ static int submit_now(ka_leg_t *dst, ka_wreq_t *w)
     size_t done = (size_t)n;
     if (done == w->bytes) {
         ka_output_release(s->server, w);
-        /* What write_cb would do. Not while the relay is still adding output: it
-         * checks for a pending shutdown itself when it is done. */
-        if (!s->processing)
-            ka_leg_maybe_shutdown(dst);
+        /* What write_cb would do. Not while the relay is still adding output
+         * (the session checks): the relay advances itself when it is done. */
+        s->events->advance(s);
         return 0;
     }
     uint32_t i = 0;
@@ -147,8 +144,8 @@ void ka_output_flush(ka_leg_t *dst)
     ka_session_t *s = dst->session;
     if (w == NULL)
         return;
-    if (dst->tls != NULL) {
-        ka_leg_tls_encrypt(dst);
+    if (dst->flush_cb != NULL) {
+        dst->flush_cb(dst);
         return;
     }
     dst->out = NULL;
@@ -182,7 +179,7 @@ void ka_output_add(ka_leg_t *dst, ka_pbuf_t *pb, size_t a, size_t b)
     }
     if (w == NULL) {
         if ((w = wreq_get(s->server)) == NULL) {
-            ka_session_close(s, KA_LOG_ERROR, "out of memory for a write request", NULL);
+            s->events->close(s, KA_LOG_ERROR, "out of memory for a write request", NULL);
             return;
         }
         dst->out = w;
@@ -192,4 +189,14 @@ void ka_output_add(ka_leg_t *dst, ka_pbuf_t *pb, size_t a, size_t b)
     w->bufs[w->nbufs] = uv_buf_init((char *)pb->data + a, (unsigned)(b - a));
     w->nbufs++;
     w->bytes += b - a;
+}
+
+void ka_output_cache_free(ka_server_t *srv)
+{
+    while (srv->wreq_cache) {
+        ka_wreq_t *w = srv->wreq_cache;
+        srv->wreq_cache = w->next_free;
+        free(w);
+    }
+    srv->wreq_cached = 0;
 }

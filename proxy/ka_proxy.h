@@ -1,243 +1,70 @@
 /*
- * ka_proxy.h: the proxy's runtime objects, shared by the listener, the
- * sessions and the relay. Not a public interface: other modules see the
- * proxy through ka_metrics_t and (later) read-only views.
+ * ka_proxy.h: the data path as other folders see it.
  *
- * One ka_server per process owns the loop's handles, the memory pool, the
- * metrics and the list of sessions. One ka_session per client connection
- * owns its two legs (client and upstream), its in-flight queue and its
- * timer; it is freed only after the close callbacks of all three handles
- * have fired.
+ * The proxy forwards every Kafka frame between clients and one broker. From
+ * outside it is a server to start, drain and close; an interception table
+ * where the control plane installs its handlers; and read-only views of
+ * what the server owns (its loop, configuration, memory pool, metrics and
+ * upstream addresses). The server and its sessions are opaque: their
+ * structs live in ka_proxy_internal.h, which only proxy/ includes.
+ *
+ * One server per process. Create it with ka_server_new, start accepting
+ * with ka_server_listen, run the loop; ka_server_drain (or SIGTERM) closes
+ * the listener and lets the sessions finish; after the loop has stopped,
+ * ka_server_close releases the last handles and ka_server_free the memory.
  */
 #ifndef KA_PROXY_H
 #define KA_PROXY_H
 
-#include <stdint.h>
 #include <sys/socket.h>
 #include <uv.h>
 
 #include "ka_config.h"
-#include "ka_frame.h"
-#include "ka_inflight.h"
 #include "ka_intercept.h"
 #include "ka_metrics.h"
 #include "ka_pool.h"
 #include "ka_transport.h"
 
-/* At most this many connections are accepted per loop turn, so a burst of
- * connects cannot starve the sessions already running. */
-#define KA_ACCEPTS_PER_TURN 32
-/* A leg stops reading while its peer has more than HIGH bytes queued for
- * writing, and resumes below LOW. Each session then pins at most about
- * HIGH + one read buffer per direction, however slow its client. */
-#define KA_WRITE_HIGH_WATERMARK (512 * 1024)
-#define KA_WRITE_LOW_WATERMARK  (128 * 1024)
-/* The reserved share of --buffer-memory for frames buffered whole. */
-#define KA_POOL_RESERVED_PERCENT 10
-/* An upstream that neither accepts nor refuses in this time is given up. */
-#define KA_CONNECT_TIMEOUT_MS 10000
-/* Write requests kept for reuse, so steady traffic does not malloc them. */
-#define KA_WREQ_CACHE 1024
-#define KA_WREQ_BUFS  8
-
 typedef struct ka_server ka_server_t;
 typedef struct ka_session ka_session_t;
-typedef struct ka_leg ka_leg_t;
+/* The control plane's admission runtime; the proxy only keeps the pointer. */
+struct ka_admission;
 
-/* One uv_write of up to KA_WREQ_BUFS slices of pool buffers. */
-typedef struct ka_wreq {
-    uv_write_t req;
-    struct ka_wreq *next_free; /* link in the server's cache */
-    ka_leg_t *leg;             /* the leg written to */
-    uint32_t nbufs;
-    size_t bytes;
-    uv_buf_t bufs[KA_WREQ_BUFS];
-    ka_pbuf_t *pbufs[KA_WREQ_BUFS]; /* one reference each, dropped in the write callback */
-} ka_wreq_t;
-
-/* What happens to the bytes of the frame a leg is currently reading. */
-enum ka_frame_route {
-    KA_ROUTE_PASS = 0, /* written to the peer from the read buffer */
-    KA_ROUTE_HOLD,     /* copied into a whole-frame buffer for a handler */
-};
-
-/* Reasons a leg is not reading; reading resumes when all are clear. */
-enum ka_leg_pause {
-    KA_PAUSE_BACKPRESSURE = 1 << 0, /* the peer's writes are backed up */
-    KA_PAUSE_POOL = 1 << 1,         /* waiting for pool memory */
-    KA_PAUSE_SASL = 1 << 2,         /* waiting for the SaslHandshake v0 answer */
-    KA_PAUSE_DRAIN = 1 << 3,        /* shutting down: no new requests */
-    KA_PAUSE_DEFER = 1 << 4,        /* a held request waits for its handler (DEFER) */
-    KA_PAUSE_TLS = 1 << 5,          /* client leg: the upstream TLS handshake is not done */
-    KA_PAUSE_INFLIGHT = 1 << 6,     /* --max-inflight requests await their responses */
-};
-
-struct ka_leg {
-    uv_tcp_t tcp;
-    ka_session_t *session;
-    ka_leg_t *peer;
-    int is_client;           /* the client leg reads requests, the upstream leg responses */
-    ka_splitter_t splitter;  /* frames in the bytes this leg reads */
-    ka_pool_waiter_t waiter; /* queued on the pool while KA_PAUSE_POOL */
-    unsigned pause;          /* ka_leg_pause bits */
-    int reading;             /* uv_read_start is in effect */
-    int eof;                 /* the peer of this socket sent FIN */
-    int shut;                /* we asked for a FIN (uv_shutdown) */
-    int shut_done;           /* ... and it was sent */
-    int open;                /* the handle is initialised and not yet closing */
-
-    /* Bytes of a read not yet processed, kept while the leg is paused for
-     * memory or a SASL answer; processed before the next read. */
-    ka_pbuf_t *parked;
-    uint32_t parked_off, parked_len;
-
-    /* The frame being buffered whole (route HOLD). */
-    enum ka_frame_route route;
-    ka_pbuf_t *hold; /* NULL until memory for the whole frame was found */
-    size_t hold_len, hold_total;
-    ka_pbuf_t *hold_prefix; /* header bytes waiting for `hold` to be allocated */
-    uint32_t hold_prefix_off, hold_prefix_len;
-    ka_frame_header_t hold_hdr; /* the request's header, slices cleared */
-    /* A whole request frame whose handler said DEFER; runs again once woken. */
-    ka_pbuf_t *deferred;
-    size_t deferred_len;
-    int deferred_woken;
-
-    /* Links in the server's resume list: resumes triggered from inside
-     * another callback (pool release, SASL answer) run from an idle handle,
-     * never re-entrantly. */
-    ka_leg_t *resume_next, *resume_prev;
-    int resume_queued;
-    int handshake_failed;   /* the SaslHandshake v0 answer carried an error */
-    int frame_is_handshake; /* the request being read is SaslHandshake v0 */
-
-    /* TLS (ka_session_tls.c); a plaintext leg has tls == NULL and nothing else changes. */
-    ka_transport_t *tls;
-    int tls_more;        /* decrypted bytes wait in the engine: drain them before reading */
-    int tls_checked;     /* the first bytes were checked for a plaintext client */
-    int tls_established; /* the handshake completed (logged and counted once) */
-
-    ka_wreq_t *out;       /* write being assembled toward this leg */
-    size_t write_pending; /* bytes handed to uv_write on this leg, not yet written */
-    uv_shutdown_t shutdown_req;
-};
-
-enum ka_session_state { KA_SESSION_CONNECTING = 0, KA_SESSION_RELAYING, KA_SESSION_CLOSING };
-
-struct ka_session {
-    ka_server_t *server;
-    ka_session_t *prev, *next; /* the server's list, for drain and shutdown */
-    uint64_t id;               /* in every log line of this connection */
-    enum ka_session_state state;
-    ka_leg_t client;
-    ka_leg_t upstream;
-    uv_connect_t connect_req;
-    uv_timer_t timer;          /* connect timeout, then idle timeout */
-    uint64_t last_activity_ms; /* loop time of the last read on either leg */
-    ka_inflight_t inflight;
-    int pending_closes; /* uv_close callbacks still to come */
-    int draining;
-    int processing;          /* inside relay processing: defer resumes */
-    int sasl_tokens_left;    /* raw SASL frames still expected from the client */
-    int sasl_pending_tokens; /* mechanism's token count, until the handshake answer */
-    int warned_unexpected;   /* logged one unexpected response already */
-    int warned_unknown_api;  /* logged one unknown API key already */
-    char peer[64];           /* client address, for log lines */
-};
-
-struct ka_server {
-    uv_loop_t *loop;
-    const ka_config_t *cfg;
-    ka_pool_t pool;
-    ka_metrics_t metrics;
-    ka_intercept_table_t intercept;
-    void *admission; /* ka_admission_t when --policy is set, else NULL */
-
-    uv_tcp_t listener;
-    int listening;
-    uv_idle_t accept_idle;   /* accepts a connection deferred by the per-turn cap */
-    uv_check_t accept_check; /* resets the per-turn accept count */
-    unsigned accepts_this_turn;
-    int accept_deferred;
-
-    struct sockaddr_storage upstream_addr;
-    char upstream_name[300];               /* HOST:PORT as configured, for log lines */
-    struct sockaddr_storage metadata_addr; /* --metadata-upstream, else upstream_addr */
-    char metadata_name[300];
-
-    ka_session_t *sessions;
-    uint64_t next_session_id;
-
-    int draining;
-    /* Called once when a drain starts (SIGTERM/SIGINT), e.g. to close the admin server. */
-    void (*on_drain)(void *arg);
-    void *on_drain_arg;
-    uv_timer_t drain_timer;
-    uint64_t drain_started_ms; /* loop time of the signal, for the exit line */
-    uv_signal_t sigterm, sigint;
-
-    uv_idle_t resume_idle;
-    ka_leg_t *resume_head, *resume_tail;
-
-    ka_wreq_t *wreq_cache;
-    size_t wreq_cached;
-
-    ka_tls_source_t *tls_clients;        /* --tls-cert: TLS toward clients, else NULL */
-    ka_tls_source_t *tls_upstream;       /* --upstream-tls: TLS toward the broker, else NULL */
-    uv_timer_t tls_reload_timer;         /* polls the certificate files for changes */
-    ka_upstream_security_t mdc_security; /* TLS and SASL of kadmit's own metadata connection */
-    int tls_timer_open;
-};
-
-/* ka_listener.c */
-int ka_server_init(ka_server_t *srv, uv_loop_t *loop, const ka_config_t *cfg, char *err,
-                   size_t errlen);
+/* Resolves the upstream, sets up the pool, signals and TLS; err says why not. */
+int ka_server_new(uv_loop_t *loop, const ka_config_t *cfg, ka_server_t **out, char *err,
+                  size_t errlen);
 int ka_server_listen(ka_server_t *srv, char *err, size_t errlen);
+/* Stops accepting; sessions close once their in-flight requests are answered. */
 void ka_server_drain(ka_server_t *srv);
 /* After the loop has stopped: closes the last handles and frees caches. */
 void ka_server_close(ka_server_t *srv);
-void ka_server_session_closed(ka_server_t *srv);
+/* After ka_server_close and uv_loop_close. */
+void ka_server_free(ka_server_t *srv);
 
-/* ka_session.c */
-int ka_session_start(ka_server_t *srv, uv_stream_t *listener);
-void ka_session_close(ka_session_t *s, enum ka_log_level level, const char *why,
-                      const char *detail);
-void ka_session_drain(ka_session_t *s);
-void ka_session_maybe_finish(ka_session_t *s);
-void ka_leg_update_reading(ka_leg_t *leg);
-void ka_leg_maybe_shutdown(ka_leg_t *leg);
-void ka_leg_schedule_resume(ka_leg_t *leg);
-void ka_leg_wait_memory(ka_leg_t *leg, size_t need, int priority);
-void ka_server_resume_cb(uv_idle_t *idle);
+/* Read-only views. */
+uv_loop_t *ka_server_loop(const ka_server_t *srv);
+const ka_config_t *ka_server_config(const ka_server_t *srv);
+/* The port the listener is bound to (useful with --listen HOST:0), 0 before listening. */
+int ka_server_listen_port(const ka_server_t *srv);
+int ka_server_draining(const ka_server_t *srv);
+/* Where sessions connect, and where kadmit's own metadata connection goes. */
+const struct sockaddr *ka_server_upstream_addr(const ka_server_t *srv);
+const char *ka_server_upstream_name(const ka_server_t *srv);
+const struct sockaddr *ka_server_metadata_addr(const ka_server_t *srv);
+const char *ka_server_metadata_name(const ka_server_t *srv);
+/* TLS and SASL for kadmit's own connections to the broker. */
+const ka_upstream_security_t *ka_server_upstream_security(const ka_server_t *srv);
+/* The pool, for its figures; its buffers belong to the sessions. */
+ka_pool_t *ka_server_pool(ka_server_t *srv);
+/* The process's counters. The control plane adds its own (admission) to the same struct. */
+ka_metrics_t *ka_server_metrics(ka_server_t *srv);
 
-/* ka_session_tls.c */
-int ka_server_tls_init(ka_server_t *srv, char *err, size_t errlen);
-void ka_server_tls_close(ka_server_t *srv);
-void ka_server_tls_free(ka_server_t *srv);
-int ka_leg_tls_open(ka_leg_t *leg);
-void ka_leg_tls_input(ka_leg_t *leg, ka_pbuf_t *pb, size_t n);
-void ka_leg_tls_pump(ka_leg_t *leg);
-void ka_leg_tls_encrypt(ka_leg_t *dst);
-
-/* ka_output.c */
-void ka_output_add(ka_leg_t *dst, ka_pbuf_t *pb, size_t a, size_t b);
-void ka_output_flush(ka_leg_t *dst);
-void ka_output_release(ka_server_t *srv, ka_wreq_t *w);
-/* Writes [0, len) of pb as it is (TLS records); takes its own reference. */
-void ka_output_send_raw(ka_leg_t *dst, ka_pbuf_t *pb, size_t len);
-
-/* ka_relay.c */
-void ka_relay_process(ka_leg_t *src, ka_pbuf_t *pb, size_t off, size_t len);
-void ka_relay_resume(ka_leg_t *leg);
-void ka_relay_release(ka_leg_t *leg);
-uint8_t *ka_relay_carry_alloc(void *ctx, size_t n);
-void ka_relay_carry_release(void *ctx, uint8_t *p);
-/* Frees a handler's per-request state held by an in-flight entry, if any. */
-void ka_relay_free_state(ka_server_t *srv, const ka_inflight_entry_t *e);
-
-static inline ka_pbuf_t *ka_pbuf_of(uint8_t *data)
-{
-    return (ka_pbuf_t *)(void *)(data - offsetof(ka_pbuf_t, data));
-}
+/* What the control plane installs. */
+/* Handlers installed here apply to frames read from then on. */
+ka_intercept_table_t *ka_server_intercept(ka_server_t *srv);
+void ka_server_set_admission(ka_server_t *srv, struct ka_admission *admission);
+struct ka_admission *ka_server_admission(const ka_server_t *srv);
+/* Called once when a drain starts (SIGTERM/SIGINT), e.g. to close the admin server. */
+void ka_server_on_drain(ka_server_t *srv, void (*cb)(void *arg), void *arg);
 
 #endif

@@ -17,9 +17,8 @@
 #include <string.h>
 
 #include "ka_admission.h"
-#include "ka_log.h"
 #include "ka_protocol.h"
-#include "ka_proxy.h"
+#include "ka_proxy_internal.h"
 
 /* ka_relay_process steps: go on, stop here (rest parked), or the session closed. */
 enum step { STEP_GO = 0, STEP_PARK = 1, STEP_DEFER = 2, STEP_CLOSED = -1 };
@@ -120,7 +119,7 @@ static void frame_error(ka_leg_t *src)
                KA_KS("error", ka_frame_strerror(sp->error)));
         break;
     }
-    ka_session_close(s, KA_LOG_DEBUG, "protocol error", ka_frame_strerror(sp->error));
+    s->events->close(s, KA_LOG_DEBUG, "protocol error", ka_frame_strerror(sp->error));
 }
 
 /* Writes every LOCAL answer that has become due to the client. */
@@ -176,7 +175,7 @@ static int push_request(ka_session_t *s, const ka_frame_header_t *h, uint32_t fl
     if (rc < 0) {
         ka_relay_free_state(s->server, &e);
         s->server->metrics.protocol_errors++;
-        ka_session_close(s, KA_LOG_WARN, "too many requests in flight", ka_strerror(rc));
+        s->events->close(s, KA_LOG_WARN, "too many requests in flight", ka_strerror(rc));
     }
     return rc;
 }
@@ -230,7 +229,7 @@ static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, s
             s->sasl_tokens_left--;
             s->server->metrics.sasl_raw_tokens++;
             if (ka_inflight_push(&s->inflight, &e) < 0) {
-                ka_session_close(s, KA_LOG_WARN, "too many requests in flight", NULL);
+                s->events->close(s, KA_LOG_WARN, "too many requests in flight", NULL);
                 return STEP_CLOSED;
             }
         } else if (refuse_undecodable_version(s, h)) {
@@ -276,7 +275,7 @@ static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, s
                 src->handshake_failed = h->error_code != 0;
             if (head->flags & KA_INFLIGHT_BUFFER_RESPONSE) {
                 if ((uint64_t)(uint32_t)h->size > s->server->cfg->max_frame_bytes) {
-                    ka_session_close(s, KA_LOG_WARN, "response too large to inspect", NULL);
+                    s->events->close(s, KA_LOG_WARN, "response too large to inspect", NULL);
                     return STEP_CLOSED;
                 }
                 route = KA_ROUTE_HOLD;
@@ -384,7 +383,7 @@ static enum step release_frame(ka_leg_t *src, ka_pbuf_t *hold, size_t len, int r
             ka_relay_free_state(s->server, &tmp);
         }
         ka_pbuf_unref(&s->server->pool, hold);
-        ka_session_close(s, KA_LOG_WARN, "closed by interception handler",
+        s->events->close(s, KA_LOG_WARN, "closed by interception handler",
                          v.reason ? v.reason : ka_strerror(rc));
         return STEP_CLOSED;
     }
@@ -392,7 +391,7 @@ static enum step release_frame(ka_leg_t *src, ka_pbuf_t *hold, size_t len, int r
         ka_pbuf_unref(&s->server->pool, hold);
         len = v.len;
         if ((hold = verdict_bytes(s, &v)) == NULL) {
-            ka_session_close(s, KA_LOG_ERROR, "no memory for a handler's bytes", NULL);
+            s->events->close(s, KA_LOG_ERROR, "no memory for a handler's bytes", NULL);
             return STEP_CLOSED;
         }
     }
@@ -411,7 +410,7 @@ static enum step release_frame(ka_leg_t *src, ka_pbuf_t *hold, size_t len, int r
                                  .answer_len = (uint32_t)len};
         if (ka_inflight_push(&s->inflight, &e) < 0) {
             ka_pbuf_unref(&s->server->pool, hold);
-            ka_session_close(s, KA_LOG_WARN, "too many requests in flight", NULL);
+            s->events->close(s, KA_LOG_WARN, "too many requests in flight", NULL);
             return STEP_CLOSED;
         }
         write_due_answers(s);
@@ -594,14 +593,10 @@ void ka_relay_process(ka_leg_t *src, ka_pbuf_t *pb, size_t off, size_t len)
         }
     }
     s->processing--;
-    if (s->state != KA_SESSION_CLOSING && s->processing == 0) {
-        /* A FIN waits for the bytes before it; flushes that completed at once
-         * left that check to here (ka_output.c). */
-        ka_leg_maybe_shutdown(dst);
-        ka_leg_maybe_shutdown(src);
-    }
+    /* A FIN waits for the bytes before it; flushes that completed at once
+     * left that check to here (ka_output.c). */
     if (s->state != KA_SESSION_CLOSING)
-        ka_session_maybe_finish(s);
+        s->events->advance(s);
 }
 
 /* A deferred request's handler woke it: decide it now, then go on reading. */
@@ -624,24 +619,23 @@ static int resume_deferred(ka_leg_t *leg)
         return 1;
     if (s->draining && leg->is_client)
         leg->pause |= KA_PAUSE_DRAIN;
-    ka_leg_maybe_shutdown(leg->peer); /* a FIN that waited for the deferred frame */
-    ka_leg_maybe_shutdown(leg);       /* or for local answers written at once */
-    ka_session_maybe_finish(s);
+    /* A FIN that waited for the deferred frame, or for local answers written at once. */
+    s->events->advance(s);
     return s->state == KA_SESSION_CLOSING;
 }
 
-void ka_relay_resume(ka_leg_t *leg)
+int ka_relay_resume(ka_leg_t *leg)
 {
     ka_session_t *s = leg->session;
     if (s->state == KA_SESSION_CLOSING ||
         (leg->pause & (KA_PAUSE_POOL | KA_PAUSE_SASL | KA_PAUSE_DEFER)))
-        return;
+        return 1;
     if (leg->deferred != NULL && resume_deferred(leg))
-        return;
+        return 1;
     if (leg->hold_prefix != NULL && leg->hold == NULL) {
         if (hold_allocate(leg) < 0) {
             ka_leg_wait_memory(leg, leg->hold_total, 1);
-            return;
+            return 1;
         }
     }
     if (leg->parked != NULL && !(leg->pause & (KA_PAUSE_DRAIN | KA_PAUSE_INFLIGHT))) {
@@ -650,9 +644,5 @@ void ka_relay_resume(ka_leg_t *leg)
         ka_relay_process(leg, pb, leg->parked_off, leg->parked_len);
         ka_pbuf_unref(&s->server->pool, pb);
     }
-    if (leg->tls_more && leg->parked == NULL && leg->pause == 0 && s->state != KA_SESSION_CLOSING)
-        ka_leg_tls_pump(leg);
-    if (s->state == KA_SESSION_CLOSING)
-        return;
-    ka_leg_update_reading(leg);
+    return s->state == KA_SESSION_CLOSING;
 }

@@ -7,40 +7,21 @@
  * ka_relay.c), CLOSING (all handles closed; freed once the last close
  * callback has fired, as in libuv's socks5 sample).
  *
- * A leg reads only while nothing pauses it (ka_leg_pause): its peer's
- * writes backed up, the pool out of memory, a SASL answer pending, a drain.
- * Half-close is forwarded: a FIN from one side is passed on with
- * uv_shutdown once every byte read before it has been written.
+ * When a leg reads is decided in ka_leg.c. Half-close is forwarded: a FIN
+ * from one side is passed on with uv_shutdown once every byte read before
+ * it has been written. The layers below (transport, relay, output) report
+ * back through the session's events: close, or advance, after which
+ * session_advance decides in one place whether a half-close is due and
+ * whether the session is done.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "ka_log.h"
-#include "ka_proxy.h"
+#include "ka_proxy_internal.h"
 
 #define LEG_OF(handle) ((ka_leg_t *)(handle)->data)
 
-static void alloc_cb(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
-{
-    ka_leg_t *leg = LEG_OF(handle);
-    (void)suggested;
-    ka_pbuf_t *pb = ka_pool_alloc(&leg->session->server->pool, KA_POOL_READ_SIZE, KA_POOL_READ_MIN,
-                                  0, &leg->waiter);
-    /* An empty buffer makes libuv report UV_ENOBUFS: the leg then waits. */
-    *buf = pb ? uv_buf_init((char *)pb->data, pb->cap) : uv_buf_init(NULL, 0);
-}
-
-void ka_leg_wait_memory(ka_leg_t *leg, size_t need, int priority)
-{
-    ka_server_t *srv = leg->session->server;
-    leg->pause |= KA_PAUSE_POOL;
-    srv->metrics.pool_waits++;
-    ka_log(KA_LOG_DEBUG, "reading paused, memory pool depleted", KA_KI("session", leg->session->id),
-           KA_KS("leg", leg->is_client ? "client" : "upstream"), KA_KI("need", need),
-           KA_KI("pool_used", ka_pool_used_bytes(&srv->pool)));
-    ka_leg_update_reading(leg);
-    ka_pool_wait(&srv->pool, &leg->waiter, need, priority);
-}
+static void session_advance(ka_session_t *s);
 
 static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
@@ -80,81 +61,24 @@ static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         ka_leg_update_reading(leg);
         ka_log(KA_LOG_DEBUG, leg->is_client ? "client closed its side" : "upstream closed its side",
                KA_KI("session", s->id), KA_KI("in_flight", ka_inflight_count(&s->inflight)));
-        ka_leg_maybe_shutdown(leg->peer);
-        ka_session_maybe_finish(s);
+        session_advance(s);
         return;
     }
     ka_session_close(s, KA_LOG_INFO, leg->is_client ? "client read failed" : "upstream read failed",
                      uv_strerror((int)nread));
 }
 
-static void pool_resume_cb(ka_pool_waiter_t *w)
-{
-    ka_leg_t *leg = (ka_leg_t *)(void *)((char *)w - offsetof(ka_leg_t, waiter));
-    leg->pause &= ~KA_PAUSE_POOL;
-    ka_leg_schedule_resume(leg);
-}
-
-void ka_leg_schedule_resume(ka_leg_t *leg)
-{
-    ka_server_t *srv = leg->session->server;
-    if (leg->resume_queued || leg->session->state == KA_SESSION_CLOSING)
-        return;
-    leg->resume_queued = 1;
-    leg->resume_next = NULL;
-    leg->resume_prev = srv->resume_tail;
-    if (srv->resume_tail)
-        srv->resume_tail->resume_next = leg;
-    else
-        srv->resume_head = leg;
-    srv->resume_tail = leg;
-    uv_idle_start(&srv->resume_idle, ka_server_resume_cb);
-}
-
-static void unschedule_resume(ka_leg_t *leg)
-{
-    ka_server_t *srv = leg->session->server;
-    if (!leg->resume_queued)
-        return;
-    if (leg->resume_prev)
-        leg->resume_prev->resume_next = leg->resume_next;
-    else
-        srv->resume_head = leg->resume_next;
-    if (leg->resume_next)
-        leg->resume_next->resume_prev = leg->resume_prev;
-    else
-        srv->resume_tail = leg->resume_prev;
-    leg->resume_queued = 0;
-}
-
-void ka_server_resume_cb(uv_idle_t *idle)
-{
-    ka_server_t *srv = idle->data;
-    while (srv->resume_head != NULL) {
-        ka_leg_t *leg = srv->resume_head;
-        unschedule_resume(leg);
-        ka_relay_resume(leg);
-    }
-    uv_idle_stop(idle);
-}
-
-void ka_leg_update_reading(ka_leg_t *leg)
+/* A pause cleared (from the server's resume idle handle): go on with the parked bytes. */
+static void leg_resume_cb(ka_leg_t *leg)
 {
     ka_session_t *s = leg->session;
-    int want = leg->open && !leg->eof && leg->pause == 0 && leg->parked == NULL &&
-               s->state == KA_SESSION_RELAYING;
-    if (want && leg->tls_more) {
-        /* Records already read wait in the TLS engine: drain them first. */
-        ka_leg_schedule_resume(leg);
-        want = 0;
-    }
-    if (want && !leg->reading) {
-        if (uv_read_start((uv_stream_t *)&leg->tcp, alloc_cb, read_cb) == 0)
-            leg->reading = 1;
-    } else if (!want && leg->reading) {
-        uv_read_stop((uv_stream_t *)&leg->tcp);
-        leg->reading = 0;
-    }
+    if (ka_relay_resume(leg))
+        return;
+    if (leg->tls_more && leg->parked == NULL && leg->pause == 0 && s->state != KA_SESSION_CLOSING)
+        ka_leg_tls_pump(leg);
+    if (s->state == KA_SESSION_CLOSING)
+        return;
+    ka_leg_update_reading(leg);
 }
 
 static void shutdown_cb(uv_shutdown_t *req, int status)
@@ -168,10 +92,11 @@ static void shutdown_cb(uv_shutdown_t *req, int status)
         return;
     }
     leg->shut_done = 1;
-    ka_session_maybe_finish(s);
+    session_advance(s);
 }
 
-void ka_leg_maybe_shutdown(ka_leg_t *dst)
+/* Passes a FIN on toward dst once every byte read before it has been written. */
+static void leg_maybe_shutdown(ka_leg_t *dst)
 {
     ka_leg_t *src = dst->peer;
     if (!src->eof || dst->shut || !dst->open || dst->out != NULL || dst->write_pending > 0 ||
@@ -190,17 +115,10 @@ static void close_cb(uv_handle_t *handle)
     ka_session_t *s = handle->data;
     if (--s->pending_closes > 0)
         return;
-    ka_server_t *srv = s->server;
-    if (s->prev)
-        s->prev->next = s->next;
-    else if (srv->sessions == s)
-        srv->sessions = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
     if (s->state == KA_SESSION_CLOSING && s->id != 0)
-        srv->metrics.connections_active--;
+        s->server->metrics.connections_active--;
+    s->closed_cb(s);
     free(s);
-    ka_server_session_closed(srv);
 }
 
 static void close_handle(ka_session_t *s, uv_handle_t *h)
@@ -225,10 +143,11 @@ void ka_session_close(ka_session_t *s, enum ka_log_level level, const char *why,
     for (int i = 0; i < 2; i++) {
         ka_leg_t *leg = legs[i];
         ka_pool_cancel(pool, &leg->waiter);
-        unschedule_resume(leg);
+        ka_leg_cancel_resume(leg);
         ka_relay_release(leg);
         ka_transport_free(leg->tls);
         leg->tls = NULL;
+        leg->flush_cb = NULL;
         if (leg->open) {
             leg->open = 0;
             close_handle(s, (uv_handle_t *)&leg->tcp);
@@ -315,18 +234,15 @@ static void connect_cb(uv_connect_t *req, int status)
         ka_session_drain(s);
 }
 
+static const ka_session_events_t session_events = {.close = ka_session_close,
+                                                   .advance = session_advance};
+
 static void leg_init(ka_session_t *s, ka_leg_t *leg, ka_leg_t *peer, int is_client)
 {
     ka_frame_alloc_t alloc = {ka_relay_carry_alloc, ka_relay_carry_release, leg};
-    leg->session = s;
-    leg->peer = peer;
-    leg->is_client = is_client;
-    leg->waiter.resume_cb = pool_resume_cb;
+    ka_leg_init(leg, s, peer, is_client, read_cb, leg_resume_cb);
     ka_frame_init(&leg->splitter, is_client ? KA_FRAME_REQUEST : KA_FRAME_RESPONSE,
                   s->server->cfg->max_frame_bytes, &alloc);
-    uv_tcp_init(s->server->loop, &leg->tcp);
-    leg->tcp.data = leg;
-    leg->open = 1;
 }
 
 static void peer_name(uv_tcp_t *tcp, char *out, size_t len)
@@ -347,24 +263,27 @@ static void peer_name(uv_tcp_t *tcp, char *out, size_t len)
     snprintf(out, len, "%s:%d", host, port);
 }
 
-int ka_session_start(ka_server_t *srv, uv_stream_t *listener)
+ka_session_t *ka_session_new(ka_server_t *srv, ka_session_closed_cb closed_cb)
 {
     ka_session_t *s = calloc(1, sizeof(*s));
     if (s == NULL) {
         ka_log(KA_LOG_ERROR, "out of memory for a session");
-        return KA_ENOMEM;
+        return NULL;
     }
     s->server = srv;
+    s->events = &session_events;
+    s->closed_cb = closed_cb;
     ka_inflight_init(&s->inflight);
     leg_init(s, &s->client, &s->upstream, 1);
     leg_init(s, &s->upstream, &s->client, 0);
     uv_timer_init(srv->loop, &s->timer);
     s->timer.data = s;
-    s->next = srv->sessions;
-    if (srv->sessions)
-        srv->sessions->prev = s;
-    srv->sessions = s;
+    return s;
+}
 
+int ka_session_accept(ka_session_t *s, uv_stream_t *listener)
+{
+    ka_server_t *srv = s->server;
     int rc = uv_accept(listener, (uv_stream_t *)&s->client.tcp);
     if (rc < 0) {
         ka_log(KA_LOG_WARN, "accept failed", KA_KS("error", uv_strerror(rc)));
@@ -419,12 +338,23 @@ void ka_session_drain(ka_session_t *s)
         s->client.pause |= KA_PAUSE_DRAIN;
         ka_leg_update_reading(&s->client);
     }
-    ka_session_maybe_finish(s);
+    session_advance(s);
 }
 
-void ka_session_maybe_finish(ka_session_t *s)
+/*
+ * Every state change that follows an event, in one place: a FIN passed on
+ * toward either side once its bytes are written, and the session closed
+ * when both sides are done, when the upstream's close has been passed on,
+ * or when a drain has nothing left in flight. Nothing changes while the
+ * relay is inside a read (processing): it advances when it is done.
+ */
+static void session_advance(ka_session_t *s)
 {
     if (s->state != KA_SESSION_RELAYING || s->processing)
+        return;
+    leg_maybe_shutdown(&s->upstream);
+    leg_maybe_shutdown(&s->client);
+    if (s->state != KA_SESSION_RELAYING)
         return;
     ka_leg_t *c = &s->client, *u = &s->upstream;
     int flushed = c->out == NULL && u->out == NULL && c->write_pending == 0 &&

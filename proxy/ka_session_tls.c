@@ -6,7 +6,7 @@
  * buffers that ka_relay_process handles exactly like plaintext reads. When
  * the relay parks or pauses the leg (memory, SASL, backpressure), the
  * remaining records stay in the engine, tls_more is set, and the leg reads
- * no more from the socket until ka_relay_resume has drained them.
+ * no more from the socket until its resume has drained them (ka_leg_tls_pump).
  *
  * Writing: the relay assembles a leg's output as slices of pool buffers as
  * usual; ka_output_flush hands them here, they are encrypted (one copy,
@@ -23,8 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ka_log.h"
-#include "ka_proxy.h"
+#include "ka_proxy_internal.h"
 
 #define TLS_RELOAD_POLL_MS 1000
 
@@ -117,6 +116,8 @@ void ka_server_tls_close(ka_server_t *srv)
     }
 }
 
+static void tls_flush_cb(ka_leg_t *dst);
+
 int ka_leg_tls_open(ka_leg_t *leg)
 {
     ka_server_t *srv = leg->session->server;
@@ -125,6 +126,7 @@ int ka_leg_tls_open(ka_leg_t *leg)
         return 0;
     if ((leg->tls = ka_transport_new(src)) == NULL)
         return KA_ENOMEM;
+    leg->flush_cb = tls_flush_cb;
     return 0;
 }
 
@@ -138,7 +140,7 @@ static void send_records(ka_leg_t *leg)
         size_t want = pending < KA_POOL_READ_SIZE ? pending : KA_POOL_READ_SIZE;
         ka_pbuf_t *pb = ka_pool_alloc(pool, want, want < 4096 ? want : 4096, 1, NULL);
         if (pb == NULL) {
-            ka_session_close(s, KA_LOG_ERROR, "out of pool memory for TLS records", NULL);
+            s->events->close(s, KA_LOG_ERROR, "out of pool memory for TLS records", NULL);
             return;
         }
         size_t n = ka_transport_take(leg->tls, pb->data, pb->cap);
@@ -159,7 +161,7 @@ static void tls_failed(ka_leg_t *leg)
            KA_KI("session", s->id),
            KA_KS("peer", leg->is_client ? s->peer : s->server->upstream_name),
            KA_KS("error", ka_transport_error(leg->tls)));
-    ka_session_close(s, KA_LOG_DEBUG, "TLS failure", NULL);
+    s->events->close(s, KA_LOG_DEBUG, "TLS failure", NULL);
 }
 
 static void handshake_done(ka_leg_t *leg)
@@ -232,13 +234,13 @@ static int refuse_plaintext(ka_leg_t *leg, const uint8_t *p, size_t n)
                    "security.protocol SSL or SASL_SSL",
                    KA_KI("session", s->id), KA_KS("peer", s->peer), KA_KI("api_key", api_key),
                    KA_KI("api_version", version));
-            ka_session_close(s, KA_LOG_DEBUG, "plaintext on the TLS listener", NULL);
+            s->events->close(s, KA_LOG_DEBUG, "plaintext on the TLS listener", NULL);
             return 1;
         }
     }
     ka_log(KA_LOG_WARN, "bytes that are not a TLS handshake on the TLS listener, closing",
            KA_KI("session", s->id), KA_KS("peer", s->peer), KA_KI("first_byte", p[0]));
-    ka_session_close(s, KA_LOG_DEBUG, "not TLS on the TLS listener", NULL);
+    s->events->close(s, KA_LOG_DEBUG, "not TLS on the TLS listener", NULL);
     return 1;
 }
 
@@ -247,7 +249,8 @@ void ka_leg_tls_input(ka_leg_t *leg, ka_pbuf_t *pb, size_t n)
     if (leg->is_client && !leg->tls_checked && refuse_plaintext(leg, pb->data, n))
         return;
     if (ka_transport_feed(leg->tls, pb->data, n) < 0) {
-        ka_session_close(leg->session, KA_LOG_ERROR, "out of memory for TLS input", NULL);
+        leg->session->events->close(leg->session, KA_LOG_ERROR, "out of memory for TLS input",
+                                    NULL);
         return;
     }
     ka_leg_tls_pump(leg);
@@ -255,7 +258,8 @@ void ka_leg_tls_input(ka_leg_t *leg, ka_pbuf_t *pb, size_t n)
         ka_leg_update_reading(leg);
 }
 
-void ka_leg_tls_encrypt(ka_leg_t *dst)
+/* The leg's flush_cb: encrypts the output the relay assembled and writes the records. */
+static void tls_flush_cb(ka_leg_t *dst)
 {
     ka_session_t *s = dst->session;
     ka_wreq_t *w = dst->out;

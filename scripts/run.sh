@@ -6,13 +6,14 @@
 #   scripts/run.sh status    what is running
 #   scripts/run.sh stop      stop the sidecars and the brokers
 #
-# Clients bootstrap at the sidecars: 127.0.0.1:9091,127.0.0.1:9092,127.0.0.1:9093.
+# Clients bootstrap at the sidecars: 127.0.0.1:9091,127.0.0.1:9092,127.0.0.1:9093 (each port
+# plus KADMIT_TEST_PORT_BASE when that is set). The cluster harness is scripts/harness/.
 # Kafka's CLI tools are in tests/kafka/bin (e.g. tests/kafka/bin/kafka-topics).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 state="$root/.kadmit-demo"
-cluster=(python3 "$root/tests/integration/kafka_cluster.py")
+cluster=(python3 "$root/scripts/harness/kafka_cluster.py")
 export PYTHONDONTWRITEBYTECODE=1
 
 case "${1:-start}" in
@@ -60,7 +61,11 @@ JSON
     KADMIT_POLICY="$policy" "${cluster[@]}" start --brokers 3 --dir "$state" --sidecars
 fi
 
-bootstrap="127.0.0.1:9091,127.0.0.1:9092,127.0.0.1:9093"
+# The sidecars' ports are 9091..9093 plus the port base the cluster was started with
+# (KADMIT_TEST_PORT_BASE, recorded in cluster.json).
+base="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("port_base", 0))' \
+    "$state/cluster.json")"
+bootstrap="127.0.0.1:$((9091 + base)),127.0.0.1:$((9092 + base)),127.0.0.1:$((9093 + base))"
 topics=(tests/kafka/bin/kafka-topics --bootstrap-server "$bootstrap")
 echo
 echo "kadmit is running: $KADMIT_BIN"

@@ -25,6 +25,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The cluster harness (kafka_cluster, kafka_wire) belongs to scripts/, shared with the benchmarks.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "harness"))
 os.environ.setdefault("KADMIT_LEDGER", "off")
 
 from kafka_cluster import KafkaCluster, Sidecars, ensure_kafka, kadmit_bin  # noqa: E402

@@ -31,6 +31,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integration"))
+sys.path.insert(0, str(HERE.parent.parent / "scripts" / "harness"))
 
 from kadmit_proc import Kadmit, open_fds, proc_status  # noqa: E402
 from kafka_cluster import HOST, KafkaCluster, kadmit_bin, port_base  # noqa: E402

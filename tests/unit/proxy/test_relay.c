@@ -147,7 +147,7 @@ static void run_relay(uint32_t max_inflight)
 {
     uv_loop_t loop;
     ka_config_t cfg;
-    ka_server_t *srv = calloc(1, sizeof(*srv));
+    ka_server_t *srv = NULL;
     char err[256];
     struct sockaddr_in sa = {.sin_family = AF_INET};
     socklen_t salen = sizeof(sa);
@@ -170,14 +170,11 @@ static void run_relay(uint32_t max_inflight)
     broker_saw_rewrite[0] = '\0';
     ka_log_setup(cfg.log_level, cfg.log_format);
     uv_loop_init(&loop);
-    assert_int_equal(ka_server_init(srv, &loop, &cfg, err, sizeof(err)), 0);
-    srv->intercept.api[INTERCEPTED_KEY].buffer_request = 1;
-    srv->intercept.api[INTERCEPTED_KEY].on_request = handler;
+    assert_int_equal(ka_server_new(&loop, &cfg, &srv, err, sizeof(err)), 0);
+    ka_server_intercept(srv)->api[INTERCEPTED_KEY].buffer_request = 1;
+    ka_server_intercept(srv)->api[INTERCEPTED_KEY].on_request = handler;
     assert_int_equal(ka_server_listen(srv, err, sizeof(err)), 0);
-    struct sockaddr_storage bound;
-    int blen = sizeof(bound);
-    uv_tcp_getsockname(&srv->listener, (struct sockaddr *)&bound, &blen);
-    proxy_port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+    proxy_port = ka_server_listen_port(srv);
 
     pthread_create(&broker, NULL, broker_main, NULL);
     pthread_create(&client, NULL, client_main, NULL);
@@ -196,17 +193,17 @@ static void run_relay(uint32_t max_inflight)
     assert_string_equal(client_bodies[3], "RewRite-me");
     assert_int_equal(broker_frames, 3); /* the answered request never left */
     assert_string_equal(broker_saw_rewrite, "RewRite-me");
-    assert_int_equal(srv->metrics.local_answers, 1);
-    assert_int_equal(srv->metrics.frames_intercepted, 2);
-    assert_int_equal(ka_pool_used_bytes(&srv->pool), 0);
+    assert_int_equal(ka_server_metrics(srv)->local_answers, 1);
+    assert_int_equal(ka_server_metrics(srv)->frames_intercepted, 2);
+    assert_int_equal(ka_pool_used_bytes(ka_server_pool(srv)), 0);
     /* With one request in flight at a time, the client was paused at least
      * while the slow first request was with the broker, and resumed. */
     if (max_inflight == 1)
-        assert_true(srv->metrics.inflight_pauses >= 1);
+        assert_true(ka_server_metrics(srv)->inflight_pauses >= 1);
     else
-        assert_int_equal(srv->metrics.inflight_pauses, 0);
+        assert_int_equal(ka_server_metrics(srv)->inflight_pauses, 0);
     assert_int_equal(uv_loop_close(&loop), 0);
-    free(srv);
+    ka_server_free(srv);
 }
 
 static void test_local_answer_waits_for_earlier_responses(void **state)

@@ -201,7 +201,7 @@ static void test_deferred_request_keeps_order(void **state)
     (void)state;
     uv_loop_t loop;
     ka_config_t cfg;
-    ka_server_t *srv = calloc(1, sizeof(*srv));
+    ka_server_t *srv = NULL;
     char err[256];
     struct sockaddr_in sa = {.sin_family = AF_INET};
     socklen_t salen = sizeof(sa);
@@ -223,8 +223,8 @@ static void test_deferred_request_keeps_order(void **state)
     uv_loop_init(&loop);
     uv_timer_init(&loop, &wake_timer);
     uv_unref((uv_handle_t *)&wake_timer);
-    assert_int_equal(ka_server_init(srv, &loop, &cfg, err, sizeof(err)), 0);
-    ka_intercept_entry_t *e = &srv->intercept.api[INTERCEPTED_KEY];
+    assert_int_equal(ka_server_new(&loop, &cfg, &srv, err, sizeof(err)), 0);
+    ka_intercept_entry_t *e = &ka_server_intercept(srv)->api[INTERCEPTED_KEY];
     e->buffer_request = 1;
     e->on_request = on_request;
     e->on_response = on_response;
@@ -232,10 +232,7 @@ static void test_deferred_request_keeps_order(void **state)
     e->cancel = cancel;
     e->free_state = free_state;
     assert_int_equal(ka_server_listen(srv, err, sizeof(err)), 0);
-    struct sockaddr_storage bound;
-    int blen = sizeof(bound);
-    uv_tcp_getsockname(&srv->listener, (struct sockaddr *)&bound, &blen);
-    proxy_port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+    proxy_port = ka_server_listen_port(srv);
 
     pthread_create(&broker, NULL, broker_main, NULL);
     pthread_create(&client, NULL, client_main, NULL);
@@ -264,10 +261,10 @@ static void test_deferred_request_keeps_order(void **state)
     assert_int_equal(resumes, 2);
     assert_int_equal(responses_seen, 1);
     assert_int_equal(states_freed, 1);
-    assert_int_equal(srv->metrics.local_answers, 1);
-    assert_int_equal(ka_pool_used_bytes(&srv->pool), 0);
+    assert_int_equal(ka_server_metrics(srv)->local_answers, 1);
+    assert_int_equal(ka_pool_used_bytes(ka_server_pool(srv)), 0);
     assert_int_equal(uv_loop_close(&loop), 0);
-    free(srv);
+    ka_server_free(srv);
 }
 
 int main(void)

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """A real Apache Kafka KRaft cluster on loopback, with one kadmit sidecar per broker.
 
-Used by the pytest fixtures (conftest.py) and from the command line:
+The harness that scripts/run.sh, the benchmarks (bench/) and the integration tests share (the
+tests' conftest.py puts this directory on sys.path). Pure Python, standard library only. From
+the command line:
 
-    python3 tests/integration/kafka_cluster.py start  --brokers 3 --dir DIR [--sidecars]
-    python3 tests/integration/kafka_cluster.py status --dir DIR
-    python3 tests/integration/kafka_cluster.py stop   --dir DIR
+    python3 scripts/harness/kafka_cluster.py start  --brokers 3 --dir DIR [--sidecars]
+    python3 scripts/harness/kafka_cluster.py status --dir DIR
+    python3 scripts/harness/kafka_cluster.py stop   --dir DIR
 
 Topology (ARCHITECTURE.md section 6), node i (1-based), every port plus
 $KADMIT_TEST_PORT_BASE (default 0):

@@ -1,4 +1,4 @@
-"""A tiny raw Kafka protocol client for the integration tests (stdlib only).
+"""A tiny raw Kafka protocol client for the harness, the benchmarks and the tests (stdlib only).
 
 It speaks just enough of the wire protocol to check what real clients do not
 show: readiness of a broker (ApiVersions, Metadata), many requests pipelined on
