@@ -126,7 +126,7 @@ int ka_ledger_state_own_abandon(ka_ledger_state_t *s, uint64_t seq)
 void ka_ledger_state_own_end(ka_ledger_state_t *s, uint64_t seq)
 {
     intent_t *it = find(s, s->sidecar, seq);
-    if (it != NULL && it->own)
+    if (it != NULL && it->own && !it->abandoned)
         drop(s, it);
 }
 

@@ -56,7 +56,10 @@ int ka_ledger_state_own_begin(ka_ledger_state_t *s, uint64_t seq, const uint64_t
  * when read back later. Returns the number of items, or KA_EINVALID.
  */
 int ka_ledger_state_own_abandon(ka_ledger_state_t *s, uint64_t seq);
-/* Forgets an own intent that was read back and whose outcome was written. */
+/*
+ * Forgets an own intent whose outcome was written. An abandoned one stays
+ * known until it is read back (so it is skipped then) or its TTL passes.
+ */
 void ka_ledger_state_own_end(ka_ledger_state_t *s, uint64_t seq);
 
 /*
