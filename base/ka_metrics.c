@@ -88,10 +88,21 @@ const char *ka_adm_decision_name(enum ka_adm_decision d)
     return (unsigned)d < KA_ADM_D_COUNT ? names[d] : "?";
 }
 
-const char *ka_adm_reason_name(enum ka_adm_reason r)
+const char *ka_adm_reason_name(enum ka_reason r)
 {
-    static const char *names[] = {"none", "limit", "stale"};
-    return (unsigned)r < KA_ADM_R_COUNT ? names[r] : "?";
+    /* "limit" and "stale" keep the label values dashboards already use. */
+    static const char *names[KA_REASON_COUNT] = {
+        [KA_REASON_NONE] = "none",
+        [KA_REASON_BROKER_LIMIT] = "limit",
+        [KA_REASON_STALE_VIEW] = "stale",
+        [KA_REASON_NO_VIEW] = "no_view",
+        [KA_REASON_MAX_PARTITIONS] = "max_partitions",
+        [KA_REASON_UNKNOWN_TOPIC] = "unknown_topic",
+        [KA_REASON_UNKNOWN_BROKER] = "unknown_broker",
+        [KA_REASON_LEDGER_UNAVAILABLE] = "ledger_unavailable",
+        [KA_REASON_CONCURRENT] = "concurrent",
+    };
+    return (unsigned)r < KA_REASON_COUNT ? names[r] : "?";
 }
 
 typedef struct out {
@@ -135,7 +146,7 @@ long ka_metrics_render(const ka_metrics_t *m, ka_pool_t *pool, char *buf, size_t
     int header = 0;
     for (int a = 0; a < KA_ADM_API_COUNT && !o.overflow; a++) {
         for (int d = 0; d < KA_ADM_D_COUNT; d++) {
-            for (int r = 0; r < KA_ADM_R_COUNT; r++) {
+            for (int r = 0; r < KA_REASON_COUNT; r++) {
                 uint64_t x = m->adm_decisions[a][d][r];
                 if (x == 0)
                     continue;
