@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import kafka_wire  # noqa: E402
-from kadmit_proc import parse_metrics  # noqa: E402
+from kadmit_proc import Kadmit, parse_metrics  # noqa: E402
 from kafka_cluster import (HOST, KafkaCluster, Sidecars, kadmit_bin,  # noqa: E402
                            own_cluster, port_base, port_open, tail)
 
@@ -155,3 +155,27 @@ def test_rotating_creates_never_exceed_the_headroom(led):
     assert total["kadmit_ledger_round_trips"] >= 10, total
     assert total["kadmit_ledger_records_malformed"] == 0, total
     assert all(led.metrics(s.node.id).get("kadmit_ledger_connected") == 1 for s in led.sc.items)
+
+
+def test_unreachable_ledger_rejects_admissions_but_forwards_the_rest(led):
+    """Fail closed: with no ledger to order it, a create is rejected with a message that says
+    why; other traffic (Metadata) keeps flowing through the same sidecar."""
+    b = led.c.port_base
+    k = Kadmit(kadmit_bin(), led.c.dir, "kadmit-no-ledger", 9099 + b, led.c.node(1).client_port,
+               15099 + b, "--policy", str(led.policy), "--ledger", "on",
+               "--ledger-bootstrap", f"{HOST}:{9098 + b}", "--ledger-timeout-ms", "500")
+    k.start()
+    try:
+        k.wait_log("cluster view refreshed", timeout=15)
+        with kafka_wire.Connection(HOST, 9099 + b, 20.0) as conn:
+            _, body = conn.call(create_topics_v2(1, f"noledger-{uuid.uuid4().hex[:6]}", 1, 1))
+            name, code, msg = parse_create_topics_v2(body)
+            assert code in POLICY_VIOLATION_CODES, (code, msg)
+            assert "admission ledger" in (msg or ""), msg
+            _, md = conn.call(kafka_wire.metadata_request(2))
+            assert len(kafka_wire.parse_metadata_v4(md)["brokers"]) == 3
+        m = k.metrics()
+        assert m.get("kadmit_ledger_connected") == 0, m
+        assert any("ledger_unavailable" in key and v >= 1 for key, v in m.items()), m
+    finally:
+        k.stop()
