@@ -670,6 +670,11 @@ int ka_admission_upstream_connected(const ka_admission_t *a)
     return a->mdc != NULL && ka_mdc_connected(a->mdc);
 }
 
+int ka_admission_ledger_usable(const ka_admission_t *a)
+{
+    return a->ledger_client == NULL || ka_ledger_usable(a->ledger_client);
+}
+
 int64_t ka_admission_now_ms(ka_admission_t *a)
 {
     return now_ms(a);

@@ -113,6 +113,9 @@ def led(request):
 
 
 def test_sidecars_create_the_ledger_topic_once(led):
+    for s in led.sc.items:
+        with urllib.request.urlopen(f"http://{s.admin}/readyz", timeout=5) as r:
+            assert r.status == 200
     md = kafka_wire.metadata(HOST, led.c.node(1).direct_port, topics=[LEDGER_TOPIC])
     t = md["topics"][0]
     assert t["error"] == 0, md
@@ -161,8 +164,10 @@ def test_unreachable_ledger_rejects_admissions_but_forwards_the_rest(led):
     """Fail closed: with no ledger to order it, a create is rejected with a message that says
     why; other traffic (Metadata) keeps flowing through the same sidecar."""
     b = led.c.port_base
+    roomy = led.c.dir / "roomy-policy.json"
+    roomy.write_text(json.dumps({"max.broker.partitions": 100000}))
     k = Kadmit(kadmit_bin(), led.c.dir, "kadmit-no-ledger", 9099 + b, led.c.node(1).client_port,
-               15099 + b, "--policy", str(led.policy), "--ledger", "on",
+               15099 + b, "--policy", str(roomy), "--ledger", "on",
                "--ledger-bootstrap", f"{HOST}:{9098 + b}", "--ledger-timeout-ms", "500")
     k.start()
     try:
@@ -174,6 +179,8 @@ def test_unreachable_ledger_rejects_admissions_but_forwards_the_rest(led):
             assert "admission ledger" in (msg or ""), msg
             _, md = conn.call(kafka_wire.metadata_request(2))
             assert len(kafka_wire.parse_metadata_v4(md)["brokers"]) == 3
+        code, ready = k.http("/readyz")
+        assert code == 503 and "admission ledger" in ready, (code, ready)
         m = k.metrics()
         assert m.get("kadmit_ledger_connected") == 0, m
         assert any("ledger_unavailable" in key and v >= 1 for key, v in m.items()), m
