@@ -185,4 +185,5 @@ def test_unreachable_ledger_rejects_admissions_but_forwards_the_rest(led):
         assert m.get("kadmit_ledger_connected") == 0, m
         assert any("ledger_unavailable" in key and v >= 1 for key, v in m.items()), m
     finally:
-        k.stop()
+        rc = k.stop(timeout=10)
+    assert rc == 0, f"kadmit did not drain and exit on SIGTERM (rc {rc})"
