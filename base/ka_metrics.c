@@ -62,6 +62,15 @@ static const metric_row_t rows[] = {
     ROW(adm_deferred, "counter", "Admission decisions that waited for a metadata refresh."),
     ROW(adm_reservations_released, "counter",
         "Reservations released because the broker reported an error."),
+    /* The cluster-wide ledger. */
+    ROW(ledger_appends, "counter", "Records appended to the ledger (intents and outcomes)."),
+    ROW(ledger_round_trip_ms_sum, "counter",
+        "Milliseconds from appending an intent to reading it back, summed."),
+    ROW(ledger_round_trips, "counter", "Intents read back from the ledger."),
+    ROW(ledger_failures, "counter", "Intents not written or not read back within the timeout."),
+    ROW(ledger_records_malformed, "counter", "Ledger records refused when read back."),
+    ROW(ledger_connected, "gauge", "1 while ledger appends and reads succeed."),
+    ROW(ledger_intents_live, "gauge", "Ledger intents of all sidecars that still count."),
     ROW(metadata_refreshes, "counter", "Cluster views built by the metadata client."),
     ROW(metadata_refresh_failures, "counter", "Metadata refresh attempts that failed."),
 };

@@ -60,6 +60,14 @@ typedef struct ka_metrics {
     uint64_t adm_auto_create_denials;   /* Metadata forwarded with auto-creation cleared */
     uint64_t adm_deferred;              /* decisions that waited for a metadata refresh */
     uint64_t adm_reservations_released; /* released because the broker reported an error */
+    /* The cluster-wide ledger (only with --ledger on). */
+    uint64_t ledger_appends;            /* records appended (intents and outcomes) */
+    uint64_t ledger_round_trip_ms_sum;  /* from appending an intent to reading it back */
+    uint64_t ledger_round_trips;        /* intents read back */
+    uint64_t ledger_failures;           /* intents not written or not read back in time */
+    uint64_t ledger_records_malformed;  /* records read back and refused */
+    uint64_t ledger_connected;          /* gauge: 1 while appends and reads succeed */
+    uint64_t ledger_intents_live;       /* gauge: intents that still count */
     uint64_t metadata_refreshes;        /* cluster views built */
     uint64_t metadata_refresh_failures; /* refresh attempts that failed */
 } ka_metrics_t;
