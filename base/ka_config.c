@@ -270,6 +270,31 @@ static int set_policy_watch(ka_config_t *c, const char *v, char *e, size_t n)
     return 0;
 }
 
+/* Kafka's rule for topic names: 1 to 249 of [a-zA-Z0-9._-], not "." or "..". */
+static int set_limits_topic(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    size_t len = strlen(v);
+
+    if (len == 0 || len >= sizeof(c->limits_topic) || strcmp(v, ".") == 0 || strcmp(v, "..") == 0 ||
+        strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "0123456789._-") != len) {
+        snprintf(e, n, "expected a Kafka topic name: 1 to 249 letters, digits, '.', '_' or '-'");
+        return KA_EINVALID;
+    }
+    memcpy(c->limits_topic, v, len + 1);
+    return 0;
+}
+
+static int set_ledger(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
+        snprintf(e, n, "expected on or off");
+        return KA_EINVALID;
+    }
+    c->ledger = strcmp(v, "on") == 0;
+    return 0;
+}
+
 static const option_t options[] = {
     {"listen", "KADMIT_LISTEN", set_listen, "HOST:PORT",
      "where Kafka clients connect (default 0.0.0.0:9092)"},
@@ -328,6 +353,10 @@ static const option_t options[] = {
      "SASL user of the metadata connection"},
     {"metadata-sasl-password-file", "KADMIT_METADATA_SASL_PASSWORD_FILE", set_sasl_password_file,
      "FILE", "its password (or env KADMIT_METADATA_SASL_PASSWORD)"},
+    {"ledger", "KADMIT_LEDGER", set_ledger, "on|off",
+     "cluster-wide decisions and limits through Kafka topics (default on)"},
+    {"limits-topic", "KADMIT_LIMITS_TOPIC", set_limits_topic, "TOPIC",
+     "compacted topic holding the cluster's limits (default __kadmit_limits)"},
     {"check-policy", NULL, set_check_policy, "FILE", "validate a policy file and exit"},
     {"help", NULL, NULL, NULL, "print this help and exit"},
     {"version", NULL, NULL, NULL, "print the version and exit"},
@@ -352,6 +381,8 @@ void ka_config_defaults(ka_config_t *cfg)
     cfg->admin.port = 9644;
     cfg->upstream_verify = 1;
     cfg->tls_client_auth = -1; /* decided by check_combinations */
+    snprintf(cfg->limits_topic, sizeof(cfg->limits_topic), "__kadmit_limits");
+    cfg->ledger = true;
 }
 
 /* Settings that only make sense together. */

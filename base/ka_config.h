@@ -9,6 +9,7 @@
 #ifndef KA_CONFIG_H
 #define KA_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,12 @@ typedef struct ka_config {
     char metadata_sasl_mechanism[32];
     char metadata_sasl_username[256];
     char metadata_sasl_password_file[4096];
+    /* The cluster's limits: with the ledger on, admin API changes go to this
+     * compacted topic, which every sidecar reads (--limits-topic). */
+    char limits_topic[250];
+    /* --ledger on|off: cluster-wide decisions and limits (default on; it
+     * matters only with --policy). */
+    bool ledger;
 } ka_config_t;
 
 /* What ka_config_parse asks the caller to do besides running. */
