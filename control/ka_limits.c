@@ -1,12 +1,11 @@
 /*
  * ka_limits.c: see ka_limits.h.
  *
- * Two librdkafka handles: an idempotent producer, whose main queue carries
- * delivery reports and the CreateTopics result, and a consumer that reads
- * the topic's one partition from the beginning into a queue of its own
- * (no consumer group: every sidecar reads everything, and commits nothing).
- * Each queue writes a byte into a pipe when it turns non-empty; uv_poll
- * watches the pipe and the callback drains the queue without waiting.
+ * Two librdkafka handles served on the loop (ka_rdk.h): an idempotent
+ * producer, whose queue carries delivery reports and the CreateTopics
+ * result, and a consumer that reads the topic's one partition from the
+ * beginning into its handle's queue (no consumer group: every sidecar reads
+ * everything, and commits nothing).
  *
  * The state moves one way: wait until the cluster view knows the brokers,
  * create the topic (an existing one is fine), then consume for good. A timer
@@ -15,21 +14,16 @@
  */
 #include "ka_limits.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-
-#include <librdkafka/rdkafka.h>
 
 #include "ka_error.h"
 
 #define TICK_MS           100
 #define CREATE_RETRY_MS   1000
 #define CREATE_TIMEOUT_MS 10000
-#define DRAIN_MAX         256 /* events handled per wake-up; the rest on the next tick */
 
 enum limits_state { WAIT_BROKERS, CREATING, CONSUMING };
 
@@ -42,23 +36,13 @@ typedef struct pending_write {
     bool in_flight;    /* librdkafka still holds it (a delivery report will come) */
 } pending_write_t;
 
-/* One librdkafka queue and the pipe and poll handle that announce it. */
-typedef struct queue_watch {
-    rd_kafka_queue_t *queue;
-    int fds[2];
-    uv_poll_t poll;
-    bool started;
-} queue_watch_t;
-
 struct ka_limits {
     uv_loop_t *loop;
     char bootstrap[300], topic[250], writer[KA_LIMITS_WRITER_MAX];
     ka_limits_handlers_t h;
-    rd_kafka_t *producer, *consumer;
+    ka_rdk_t *producer, *consumer;
     rd_kafka_topic_t *produce_topic, *consume_topic;
-    queue_watch_t produced, consumed;
     uv_timer_t timer;
-    int handles_open;
     enum limits_state state;
     uint64_t retry_at;
     bool loading;
@@ -112,55 +96,6 @@ static void confirm_read_back(ka_limits_t *l)
     }
 }
 
-static int set(rd_kafka_conf_t *conf, const char *name, const char *value, char *err, size_t errlen)
-{
-    char why[256];
-
-    if (rd_kafka_conf_set(conf, name, value, why, sizeof(why)) == RD_KAFKA_CONF_OK)
-        return 0;
-    snprintf(err, errlen, "librdkafka setting %s=%s: %s", name, value, why);
-    return KA_EINVALID;
-}
-
-/* The settings both handles share. */
-static rd_kafka_conf_t *common_conf(const ka_limits_t *l, char *err, size_t errlen)
-{
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-
-    if (set(conf, "bootstrap.servers", l->bootstrap, err, errlen) < 0 ||
-        set(conf, "client.id", "kadmit-limits", err, errlen) < 0 ||
-        /* Only CreateTopics, with the topic's own settings, may create it. */
-        set(conf, "allow.auto.create.topics", "false", err, errlen) < 0 ||
-        set(conf, "log.connection.close", "false", err, errlen) < 0) {
-        rd_kafka_conf_destroy(conf);
-        return NULL;
-    }
-    return conf;
-}
-
-static int watch_start(ka_limits_t *l, queue_watch_t *qw, uv_poll_cb cb, char *err, size_t errlen)
-{
-    if (pipe2(qw->fds, O_NONBLOCK | O_CLOEXEC) < 0) {
-        snprintf(err, errlen, "limits topic: cannot create a pipe");
-        return KA_ENOMEM;
-    }
-    rd_kafka_queue_io_event_enable(qw->queue, qw->fds[1], "1", 1);
-    uv_poll_init(l->loop, &qw->poll, qw->fds[0]);
-    qw->poll.data = l;
-    qw->started = true;
-    l->handles_open++;
-    uv_poll_start(&qw->poll, UV_READABLE, cb);
-    return 0;
-}
-
-static void drain_pipe(queue_watch_t *qw)
-{
-    char buf[64];
-
-    while (read(qw->fds[0], buf, sizeof(buf)) > 0) {
-    }
-}
-
 static void on_create_result(ka_limits_t *l, rd_kafka_event_t *ev)
 {
     const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
@@ -172,7 +107,7 @@ static void on_create_result(ka_limits_t *l, rd_kafka_event_t *ev)
 
     if (code == RD_KAFKA_RESP_ERR_NO_ERROR || code == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
         if (rd_kafka_consume_start_queue(l->consume_topic, 0, RD_KAFKA_OFFSET_BEGINNING,
-                                         l->consumed.queue) < 0) {
+                                         ka_rdk_queue(l->consumer)) < 0) {
             report(l, "limits topic: the consumer did not start");
             return;
         }
@@ -210,31 +145,35 @@ static void on_delivery(ka_limits_t *l, rd_kafka_event_t *ev)
     confirm_read_back(l);
 }
 
-static void produced_cb(uv_poll_t *poll, int status, int events)
+static void producer_event_cb(void *arg, ka_rdk_t *rdk, rd_kafka_event_t *ev)
 {
-    ka_limits_t *l = poll->data;
-    rd_kafka_event_t *ev;
+    ka_limits_t *l = arg;
 
-    (void)status, (void)events;
-    drain_pipe(&l->produced);
-    for (int i = 0; i < DRAIN_MAX && !l->closing; i++) {
-        ev = rd_kafka_queue_poll(l->produced.queue, 0);
-        if (ev == NULL)
-            break;
-        switch (rd_kafka_event_type(ev)) {
-        case RD_KAFKA_EVENT_DR:
-            on_delivery(l, ev);
-            break;
-        case RD_KAFKA_EVENT_CREATETOPICS_RESULT:
-            on_create_result(l, ev);
-            break;
-        case RD_KAFKA_EVENT_ERROR:
-            report(l, rd_kafka_event_error_string(ev));
-            break;
-        default:
-            break;
-        }
-        rd_kafka_event_destroy(ev);
+    (void)rdk;
+    if (l->closing)
+        return;
+    switch (rd_kafka_event_type(ev)) {
+    case RD_KAFKA_EVENT_DR:
+        on_delivery(l, ev);
+        break;
+    case RD_KAFKA_EVENT_CREATETOPICS_RESULT:
+        on_create_result(l, ev);
+        break;
+    case RD_KAFKA_EVENT_ERROR:
+        report(l, rd_kafka_event_error_string(ev));
+        break;
+    default:
+        break;
+    }
+}
+
+/* The end of the partition: the first time, the topic has been read. */
+static void on_end(ka_limits_t *l)
+{
+    if (l->loading) {
+        l->loading = false;
+        if (l->h.loaded != NULL)
+            l->h.loaded(l->h.arg);
     }
 }
 
@@ -244,11 +183,7 @@ static void on_message(ka_limits_t *l, const rd_kafka_message_t *m)
     char why[600], err[400] = "";
 
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-        if (l->loading) {
-            l->loading = false;
-            if (l->h.loaded != NULL)
-                l->h.loaded(l->h.arg);
-        }
+        on_end(l);
         return;
     }
     if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -269,19 +204,27 @@ static void on_message(ka_limits_t *l, const rd_kafka_message_t *m)
     ka_limits_record_clear(&rec);
 }
 
-static void consumed_cb(uv_poll_t *poll, int status, int events)
+/* Fetched records, and the end of the partition (a consumer error event). */
+static void consumer_event_cb(void *arg, ka_rdk_t *rdk, rd_kafka_event_t *ev)
 {
-    ka_limits_t *l = poll->data;
-    rd_kafka_message_t *m;
+    ka_limits_t *l = arg;
+    const rd_kafka_message_t *m;
+    char why[600];
 
-    (void)status, (void)events;
-    drain_pipe(&l->consumed);
-    for (int i = 0; i < DRAIN_MAX && !l->closing; i++) {
-        m = rd_kafka_consume_queue(l->consumed.queue, 0);
-        if (m == NULL)
-            break;
-        on_message(l, m);
-        rd_kafka_message_destroy(m);
+    (void)rdk;
+    if (l->closing)
+        return;
+    if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_FETCH) {
+        while ((m = rd_kafka_event_message_next(ev)) != NULL)
+            on_message(l, m);
+    } else if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_ERROR) {
+        if (rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            on_end(l);
+        } else {
+            snprintf(why, sizeof(why), "limits topic %s: %s", l->topic,
+                     rd_kafka_event_error_string(ev));
+            report(l, why);
+        }
     }
     confirm_read_back(l);
 }
@@ -292,7 +235,7 @@ static void create_topic(ka_limits_t *l, int brokers)
     char errstr[256], isr[16];
     rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(l->topic, 1, rf, errstr, sizeof(errstr));
     rd_kafka_AdminOptions_t *opts =
-        rd_kafka_AdminOptions_new(l->producer, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+        rd_kafka_AdminOptions_new(ka_rdk_handle(l->producer), RD_KAFKA_ADMIN_OP_CREATETOPICS);
 
     snprintf(isr, sizeof(isr), "%d", rf < 2 ? rf : 2);
     if (nt == NULL || opts == NULL ||
@@ -301,7 +244,7 @@ static void create_topic(ka_limits_t *l, int brokers)
         report(l, "limits topic: librdkafka refused the topic's settings");
     } else {
         rd_kafka_AdminOptions_set_request_timeout(opts, CREATE_TIMEOUT_MS, errstr, sizeof(errstr));
-        rd_kafka_CreateTopics(l->producer, &nt, 1, opts, l->produced.queue);
+        rd_kafka_CreateTopics(ka_rdk_handle(l->producer), &nt, 1, opts, ka_rdk_queue(l->producer));
         l->state = CREATING;
     }
     if (opts != NULL)
@@ -321,9 +264,6 @@ static void timer_cb(uv_timer_t *t)
         if (brokers > 0)
             create_topic(l, brokers);
     }
-    /* Events that arrived beyond DRAIN_MAX are taken here. */
-    produced_cb(&l->produced.poll, 0, 0);
-    consumed_cb(&l->consumed.poll, 0, 0);
     for (pending_write_t *w = l->pending; w != NULL; w = w->next) {
         if (w->done != NULL && now >= w->deadline)
             finish(w, w->offset >= 0 ? 0 : KA_EINVALID, w->offset,
@@ -333,47 +273,42 @@ static void timer_cb(uv_timer_t *t)
     confirm_read_back(l);
 }
 
-static int make_handles(ka_limits_t *l, char *err, size_t errlen)
-{
-    rd_kafka_conf_t *pconf = common_conf(l, err, errlen), *cconf = NULL;
-    char why[512];
-
-    if (pconf == NULL)
-        return KA_EINVALID;
+/* librdkafka properties: a NULL-terminated list of name, value pairs. */
+static const char *const PRODUCER_PROPS[] = {
     /* Idempotence implies acks=all; a write not acknowledged in time fails. */
-    if (set(pconf, "enable.idempotence", "true", err, errlen) < 0 ||
-        set(pconf, "message.timeout.ms", "5000", err, errlen) < 0 ||
-        set(pconf, "linger.ms", "0", err, errlen) < 0) {
-        rd_kafka_conf_destroy(pconf);
-        return KA_EINVALID;
-    }
-    rd_kafka_conf_set_events(pconf, RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR |
-                                        RD_KAFKA_EVENT_CREATETOPICS_RESULT);
-    l->producer = rd_kafka_new(RD_KAFKA_PRODUCER, pconf, why, sizeof(why));
-    if (l->producer == NULL) {
-        rd_kafka_conf_destroy(pconf);
-        snprintf(err, errlen, "limits topic producer: %s", why);
-        return KA_EINVALID;
-    }
-    cconf = common_conf(l, err, errlen);
-    if (cconf == NULL || set(cconf, "enable.partition.eof", "true", err, errlen) < 0 ||
-        set(cconf, "fetch.wait.max.ms", "100", err, errlen) < 0) {
-        if (cconf != NULL)
-            rd_kafka_conf_destroy(cconf);
-        return KA_EINVALID;
-    }
-    l->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, cconf, why, sizeof(why));
-    if (l->consumer == NULL) {
-        rd_kafka_conf_destroy(cconf);
-        snprintf(err, errlen, "limits topic consumer: %s", why);
-        return KA_EINVALID;
-    }
-    l->produce_topic = rd_kafka_topic_new(l->producer, l->topic, NULL);
-    l->consume_topic = rd_kafka_topic_new(l->consumer, l->topic, NULL);
-    l->produced.queue = rd_kafka_queue_get_main(l->producer);
-    l->consumed.queue = rd_kafka_queue_new(l->consumer);
-    if (l->produce_topic == NULL || l->consume_topic == NULL || l->produced.queue == NULL ||
-        l->consumed.queue == NULL) {
+    "enable.idempotence", "true", "message.timeout.ms", "5000", "linger.ms", "0",
+    /* Only CreateTopics, with the topic's own settings, may create it. */
+    "allow.auto.create.topics", "false", NULL};
+static const char *const CONSUMER_PROPS[] = {"enable.partition.eof",
+                                             "true",
+                                             "fetch.wait.max.ms",
+                                             "100",
+                                             "allow.auto.create.topics",
+                                             "false",
+                                             NULL};
+
+static int make_handles(ka_limits_t *l, const ka_limits_settings_t *settings, char *err,
+                        size_t errlen)
+{
+    ka_rdk_settings_t s = {.role = KA_RDK_PRODUCER,
+                           .bootstrap = l->bootstrap,
+                           .client_id = "kadmit-limits",
+                           .props = PRODUCER_PROPS};
+    int rc;
+
+    if (settings->security != NULL)
+        s.security = *settings->security;
+    rc = ka_rdk_new(l->loop, &s, producer_event_cb, l, &l->producer, err, errlen);
+    if (rc < 0)
+        return rc;
+    s.role = KA_RDK_CONSUMER;
+    s.props = CONSUMER_PROPS;
+    rc = ka_rdk_new(l->loop, &s, consumer_event_cb, l, &l->consumer, err, errlen);
+    if (rc < 0)
+        return rc;
+    l->produce_topic = rd_kafka_topic_new(ka_rdk_handle(l->producer), l->topic, NULL);
+    l->consume_topic = rd_kafka_topic_new(ka_rdk_handle(l->consumer), l->topic, NULL);
+    if (l->produce_topic == NULL || l->consume_topic == NULL) {
         snprintf(err, errlen, "limits topic: out of memory");
         return KA_ENOMEM;
     }
@@ -384,47 +319,28 @@ static void destroy_clients(ka_limits_t *l)
 {
     if (l->consume_topic != NULL && l->state == CONSUMING)
         rd_kafka_consume_stop(l->consume_topic, 0);
-    if (l->produced.queue != NULL)
-        rd_kafka_queue_destroy(l->produced.queue);
-    if (l->consumed.queue != NULL)
-        rd_kafka_queue_destroy(l->consumed.queue);
     if (l->produce_topic != NULL)
         rd_kafka_topic_destroy(l->produce_topic);
     if (l->consume_topic != NULL)
         rd_kafka_topic_destroy(l->consume_topic);
-    /* A producer is destroyed without flushing: a write not yet acknowledged
-     * has been answered as failed, so it must not land later unseen. */
-    if (l->producer != NULL)
-        rd_kafka_destroy_flags(l->producer, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
-    if (l->consumer != NULL)
-        rd_kafka_destroy_flags(l->consumer, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
-    l->produced.queue = l->consumed.queue = NULL;
+    /* The producer's undelivered records are purged, not flushed: a write
+     * not yet acknowledged has been answered as failed. */
+    ka_rdk_close(l->producer);
+    ka_rdk_close(l->consumer);
     l->produce_topic = l->consume_topic = NULL;
     l->producer = l->consumer = NULL;
 }
 
-static void free_limits(ka_limits_t *l)
+static void timer_closed_cb(uv_handle_t *h)
 {
-    for (int i = 0; i < 2; i++) {
-        if (l->produced.fds[i] >= 0)
-            close(l->produced.fds[i]);
-        if (l->consumed.fds[i] >= 0)
-            close(l->consumed.fds[i]);
-    }
+    ka_limits_t *l = h->data;
+
     while (l->pending != NULL) {
         pending_write_t *w = l->pending;
         l->pending = w->next;
         free(w);
     }
     free(l);
-}
-
-static void handle_closed_cb(uv_handle_t *h)
-{
-    ka_limits_t *l = h->data;
-
-    if (--l->handles_open == 0)
-        free_limits(l);
 }
 
 int ka_limits_start(uv_loop_t *loop, const ka_limits_settings_t *settings,
@@ -443,18 +359,12 @@ int ka_limits_start(uv_loop_t *loop, const ka_limits_settings_t *settings,
     l->h = *handlers;
     l->offset = -1;
     l->loading = true;
-    l->produced.fds[0] = l->produced.fds[1] = l->consumed.fds[0] = l->consumed.fds[1] = -1;
     snprintf(l->bootstrap, sizeof(l->bootstrap), "%s", settings->bootstrap);
     snprintf(l->topic, sizeof(l->topic), "%s", settings->topic);
     snprintf(l->writer, sizeof(l->writer), "%s", settings->writer);
-    rc = make_handles(l, err, errlen);
-    if (rc == 0)
-        rc = watch_start(l, &l->produced, produced_cb, err, errlen);
-    if (rc == 0)
-        rc = watch_start(l, &l->consumed, consumed_cb, err, errlen);
+    rc = make_handles(l, settings, err, errlen);
     uv_timer_init(loop, &l->timer);
     l->timer.data = l;
-    l->handles_open++;
     if (rc < 0) {
         ka_limits_close(l);
         return rc;
@@ -529,9 +439,5 @@ void ka_limits_close(ka_limits_t *l)
         finish(w, KA_EINVALID, -1, "kadmit is shutting down");
     }
     destroy_clients(l);
-    if (l->produced.started)
-        uv_close((uv_handle_t *)&l->produced.poll, handle_closed_cb);
-    if (l->consumed.started)
-        uv_close((uv_handle_t *)&l->consumed.poll, handle_closed_cb);
-    uv_close((uv_handle_t *)&l->timer, handle_closed_cb);
+    uv_close((uv_handle_t *)&l->timer, timer_closed_cb);
 }

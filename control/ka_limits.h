@@ -14,9 +14,9 @@
  * describes the policy that is then in force; a write that is not
  * acknowledged within the timeout fails, and the layer stays as it was.
  *
- * librdkafka runs its own threads; this module only ever polls its queues,
- * when their event pipes turn readable under uv_poll, so nothing blocks the
- * loop. Every callback runs on the loop thread.
+ * librdkafka runs its own threads; its events are served on the loop
+ * (ka_rdk.h), so nothing blocks the loop. Every callback runs on the loop
+ * thread.
  */
 #ifndef KA_LIMITS_H
 #define KA_LIMITS_H
@@ -28,6 +28,7 @@
 #include <uv.h>
 
 #include "ka_limits_record.h"
+#include "ka_rdk.h"
 
 /* How long a write may wait for the replicas' acknowledgement and its read-back. */
 #define KA_LIMITS_WRITE_TIMEOUT_MS 5000
@@ -52,6 +53,8 @@ typedef struct ka_limits_settings {
     const char *bootstrap; /* "host:port" of a broker (kadmit's own upstream) */
     const char *topic;
     const char *writer; /* written_by of this sidecar's records */
+    /* TLS and SASL like kadmit's metadata connection (ka_rdk_security_from), or NULL. */
+    const ka_rdk_security_t *security;
 } ka_limits_settings_t;
 
 /*

@@ -134,10 +134,13 @@ static void limits_start(ka_policy_reload_t *r, const ka_config_t *cfg)
                               .problem = limits_problem_cb,
                               .loaded = limits_loaded_cb,
                               .broker_count = limits_broker_count_cb};
-    ka_limits_settings_t settings = {.bootstrap = bootstrap, .topic = r->topic, .writer = writer};
+    ka_rdk_security_t security;
+    ka_limits_settings_t settings = {
+        .bootstrap = bootstrap, .topic = r->topic, .writer = writer, .security = &security};
 
     snprintf(bootstrap, sizeof(bootstrap), strchr(broker->host, ':') ? "[%s]:%u" : "%s:%u",
              broker->host, (unsigned)broker->port);
+    ka_rdk_security_from(&security, cfg, &r->srv->mdc_security);
     gethostname(host, sizeof(host) - 1);
     snprintf(writer, sizeof(writer), "kadmit on %s, listening on port %u", host,
              (unsigned)cfg->listen.port);

@@ -209,3 +209,20 @@ def test_clearing_the_overrides_empties_the_cluster_layer(env: Env):
     wait_everywhere(env, [1, 2, 3],
                     lambda d: d["policy"]["max.broker.partitions"] == FILE_LIMIT
                     and d["layers"]["cluster"]["overrides"] == {}, timeout=1.0)
+
+
+def test_change_the_topic_cannot_take_is_503_and_changes_nothing(env: Env):
+    # Last in the module: two brokers of three down, so no write reaches min.insync.replicas.
+    before = env.policy(1)
+    env.c.stop_node(2)
+    env.c.stop_node(3)
+    t0 = time.monotonic()
+    status, raw = curl_status_body("PUT", env.url(1, "/v1/limits/brokers/1"),
+                                   json.dumps({"max.broker.partitions": 7}), TOKEN)
+    took = time.monotonic() - t0
+    assert status == 503, raw
+    assert "was not made" in json.loads(raw)["error"], raw
+    assert took < 15, took
+    after = env.policy(1)
+    assert after["version"] == before["version"], (before["version"], after["version"])
+    assert after["policy"] == before["policy"]
