@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ka_error.h"
 
@@ -270,21 +271,6 @@ static int set_policy_watch(ka_config_t *c, const char *v, char *e, size_t n)
     return 0;
 }
 
-/* Kafka's rule for topic names: 1 to 249 of [a-zA-Z0-9._-], not "." or "..". */
-static int set_limits_topic(ka_config_t *c, const char *v, char *e, size_t n)
-{
-    size_t len = strlen(v);
-
-    if (len == 0 || len >= sizeof(c->limits_topic) || strcmp(v, ".") == 0 || strcmp(v, "..") == 0 ||
-        strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                  "0123456789._-") != len) {
-        snprintf(e, n, "expected a Kafka topic name: 1 to 249 letters, digits, '.', '_' or '-'");
-        return KA_EINVALID;
-    }
-    memcpy(c->limits_topic, v, len + 1);
-    return 0;
-}
-
 static int set_ledger(ka_config_t *c, const char *v, char *e, size_t n)
 {
     if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
@@ -292,6 +278,65 @@ static int set_ledger(ka_config_t *c, const char *v, char *e, size_t n)
         return KA_EINVALID;
     }
     c->ledger = strcmp(v, "on") == 0;
+    return 0;
+}
+
+/* Kafka's rule for topic names: 1 to 249 of [a-zA-Z0-9._-], not "." or "..". */
+static int set_topic_name(char *field, size_t cap, const char *v, char *e, size_t n)
+{
+    size_t len = strlen(v);
+    if (len == 0 || len >= cap || strcmp(v, ".") == 0 || strcmp(v, "..") == 0 ||
+        strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "0123456789._-") != len) {
+        snprintf(e, n, "expected a Kafka topic name: 1 to 249 of a-z A-Z 0-9 . _ -");
+        return KA_EINVALID;
+    }
+    memcpy(field, v, len + 1);
+    return 0;
+}
+
+static int set_ledger_topic(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_topic_name(c->ledger_topic, sizeof(c->ledger_topic), v, e, n);
+}
+
+/* The cluster's limits topic (control/ka_limits.h). */
+static int set_limits_topic(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_topic_name(c->limits_topic, sizeof(c->limits_topic), v, e, n);
+}
+
+static int set_ledger_bootstrap(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_broker_address(&c->ledger_bootstrap, v, e, n);
+}
+
+static int set_ledger_timeout(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    uint64_t x;
+    int rc = parse_count(v, 100, 600000, &x, e, n);
+    if (rc == 0)
+        c->ledger_timeout_ms = (uint32_t)x;
+    return rc;
+}
+
+static int set_ledger_ttl(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    uint64_t x;
+    int rc = parse_count(v, 1000, 86400000, &x, e, n);
+    if (rc == 0)
+        c->ledger_intent_ttl_ms = (uint32_t)x;
+    return rc;
+}
+
+static int set_sidecar_id(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    size_t len = strlen(v);
+    if (len == 0 || len >= sizeof(c->sidecar_id)) {
+        snprintf(e, n, "expected 1 to %zu characters", sizeof(c->sidecar_id) - 1);
+        return KA_EINVALID;
+    }
+    memcpy(c->sidecar_id, v, len + 1);
     return 0;
 }
 
@@ -354,9 +399,19 @@ static const option_t options[] = {
     {"metadata-sasl-password-file", "KADMIT_METADATA_SASL_PASSWORD_FILE", set_sasl_password_file,
      "FILE", "its password (or env KADMIT_METADATA_SASL_PASSWORD)"},
     {"ledger", "KADMIT_LEDGER", set_ledger, "on|off",
-     "cluster-wide decisions and limits through Kafka topics (default on)"},
+     "decide in the order of the cluster-wide ledger topic (default on with --policy)"},
     {"limits-topic", "KADMIT_LIMITS_TOPIC", set_limits_topic, "TOPIC",
      "compacted topic holding the cluster's limits (default __kadmit_limits)"},
+    {"ledger-topic", "KADMIT_LEDGER_TOPIC", set_ledger_topic, "TOPIC",
+     "the ledger topic, created when missing (default __kadmit_ledger)"},
+    {"ledger-bootstrap", "KADMIT_LEDGER_BOOTSTRAP", set_ledger_bootstrap, "HOST:PORT",
+     "broker the ledger client bootstraps from (default: the metadata upstream)"},
+    {"ledger-timeout-ms", "KADMIT_LEDGER_TIMEOUT_MS", set_ledger_timeout, "MS",
+     "fail a decision whose intent is not read back in time (default 5000)"},
+    {"ledger-intent-ttl-ms", "KADMIT_LEDGER_INTENT_TTL_MS", set_ledger_ttl, "MS",
+     "an intent counts at most this long; above the view staleness (default 120000)"},
+    {"sidecar-id", "KADMIT_SIDECAR_ID", set_sidecar_id, "ID",
+     "this sidecar's name in the ledger (default hostname:listen port)"},
     {"check-policy", NULL, set_check_policy, "FILE", "validate a policy file and exit"},
     {"help", NULL, NULL, NULL, "print this help and exit"},
     {"version", NULL, NULL, NULL, "print the version and exit"},
@@ -381,8 +436,11 @@ void ka_config_defaults(ka_config_t *cfg)
     cfg->admin.port = 9644;
     cfg->upstream_verify = 1;
     cfg->tls_client_auth = -1; /* decided by check_combinations */
+    cfg->ledger = -1;          /* decided by check_combinations */
+    snprintf(cfg->ledger_topic, sizeof(cfg->ledger_topic), "__kadmit_ledger");
+    cfg->ledger_timeout_ms = 5000;
+    cfg->ledger_intent_ttl_ms = 120000;
     snprintf(cfg->limits_topic, sizeof(cfg->limits_topic), "__kadmit_limits");
-    cfg->ledger = true;
 }
 
 /* Settings that only make sense together. */
@@ -406,6 +464,14 @@ static int check_combinations(ka_config_t *c, char *err, size_t errlen)
     if (c->metadata_sasl_mechanism[0] != '\0' && c->metadata_sasl_username[0] == '\0') {
         snprintf(err, errlen, "--metadata-sasl-mechanism needs --metadata-sasl-username");
         return KA_EINVALID;
+    }
+    if (c->ledger < 0)
+        c->ledger = c->policy_path[0] != '\0';
+    if (c->sidecar_id[0] == '\0') {
+        char host[200] = "";
+        if (gethostname(host, sizeof(host) - 1) < 0 || host[0] == '\0')
+            snprintf(host, sizeof(host), "kadmit");
+        snprintf(c->sidecar_id, sizeof(c->sidecar_id), "%s:%u", host, (unsigned)c->listen.port);
     }
     return 0;
 }

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ka_admission_hook.h"
 #include "ka_log.h"
@@ -54,7 +53,7 @@ int ka_policy_reload_open(ka_policy_reload_t *r, const ka_config_t *cfg, ka_poli
         return 0;
     /* With the ledger on the cluster's topic holds the API's changes, never
      * a file of this sidecar's. */
-    r->cluster = cfg->ledger;
+    r->cluster = cfg->ledger > 0;
     int rc = ka_policy_store_open(&r->store, cfg->policy_path, r->cluster ? NULL : cfg->state_file,
                                   policy, err, errlen);
     r->open = rc == 0;
@@ -122,28 +121,27 @@ static int limits_broker_count_cb(void *arg)
     return view != NULL ? (int)ka_cluster_broker_count(view) : 0;
 }
 
-/* Starts the limits topic's clients against kadmit's own broker. */
+/* Starts the limits topic's clients against the ledger's broker (kadmit's own by default). */
 static void limits_start(ka_policy_reload_t *r, const ka_config_t *cfg)
 {
-    const ka_hostport_t *broker =
-        cfg->metadata_upstream.set ? &cfg->metadata_upstream : &cfg->upstream;
-    char bootstrap[KA_CONFIG_HOST_MAX + 16], host[128] = "kadmit", writer[KA_LIMITS_WRITER_MAX];
-    char err[512] = "";
+    const ka_hostport_t *broker = cfg->ledger_bootstrap.set    ? &cfg->ledger_bootstrap
+                                  : cfg->metadata_upstream.set ? &cfg->metadata_upstream
+                                                               : &cfg->upstream;
+    char bootstrap[KA_CONFIG_HOST_MAX + 16], err[512] = "";
     ka_limits_handlers_t h = {.arg = r,
                               .record = limits_record_cb,
                               .problem = limits_problem_cb,
                               .loaded = limits_loaded_cb,
                               .broker_count = limits_broker_count_cb};
     ka_rdk_security_t security;
-    ka_limits_settings_t settings = {
-        .bootstrap = bootstrap, .topic = r->topic, .writer = writer, .security = &security};
+    ka_limits_settings_t settings = {.bootstrap = bootstrap,
+                                     .topic = r->topic,
+                                     .writer = cfg->sidecar_id,
+                                     .security = &security};
 
     snprintf(bootstrap, sizeof(bootstrap), strchr(broker->host, ':') ? "[%s]:%u" : "%s:%u",
              broker->host, (unsigned)broker->port);
     ka_rdk_security_from(&security, cfg, &r->srv->mdc_security);
-    gethostname(host, sizeof(host) - 1);
-    snprintf(writer, sizeof(writer), "kadmit on %s, listening on port %u", host,
-             (unsigned)cfg->listen.port);
     if (ka_limits_start(r->srv->loop, &settings, &h, &r->limits, err, sizeof(err)) < 0) {
         snprintf(r->cluster_error, sizeof(r->cluster_error), "%s", err);
         ka_log(KA_LOG_ERROR, "the cluster limits topic could not start; API changes are refused",

@@ -16,3 +16,5 @@ if(TARGET ka_admin)
   target_include_directories(test_control_limits_admin PRIVATE ${CMAKE_CURRENT_LIST_DIR}/admin-http)
 endif()
 ka_unit_test(test_control_rdk SOURCES ${KA_CONTROL_TEST_DIR}/test_rdk.c LIBS ka_control)
+ka_unit_test(test_control_ledger_record
+  SOURCES ${KA_CONTROL_TEST_DIR}/test_ledger_record.c LIBS ka_control_core)
