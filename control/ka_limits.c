@@ -108,7 +108,9 @@ static void on_create_result(ka_limits_t *l, rd_kafka_event_t *ev)
     if (code == RD_KAFKA_RESP_ERR_NO_ERROR || code == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
         if (rd_kafka_consume_start_queue(l->consume_topic, 0, RD_KAFKA_OFFSET_BEGINNING,
                                          ka_rdk_queue(l->consumer)) < 0) {
-            report(l, "limits topic: the consumer did not start");
+            report(l, "limits topic: the consumer did not start; retrying");
+            l->state = WAIT_BROKERS;
+            l->retry_at = uv_now(l->loop) + CREATE_RETRY_MS;
             return;
         }
         l->state = CONSUMING;
@@ -134,9 +136,14 @@ static void on_delivery(ka_limits_t *l, rd_kafka_event_t *ev)
             continue;
         w->in_flight = false;
         if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            /* A record that timed out on the wire may still have been written:
+             * say so, since it would then apply on every sidecar. */
             snprintf(why, sizeof(why),
-                     "the record was not acknowledged by the in-sync replicas of %s: %s", l->topic,
-                     rd_kafka_err2str(m->err));
+                     "the record was not acknowledged by the in-sync replicas of %s: %s%s",
+                     l->topic, rd_kafka_err2str(m->err),
+                     rd_kafka_message_status(m) == RD_KAFKA_MSG_STATUS_POSSIBLY_PERSISTED
+                         ? " (it may still have been written: check GET /v1/policy)"
+                         : "");
             finish(w, KA_EINVALID, -1, why);
         } else {
             w->offset = m->offset;

@@ -108,6 +108,7 @@ static void limits_loaded_cb(void *arg)
 {
     ka_policy_reload_t *r = arg;
 
+    r->cluster_error[0] = '\0'; /* earlier retries (creating the topic) are over */
     ka_log(KA_LOG_INFO, "cluster limits read", KA_KS("topic", r->topic),
            KA_KI("offset", r->layer_offset),
            KA_KS("layer", r->store.overrides ? r->store.overrides : "{}"));
