@@ -187,7 +187,7 @@ static void on_end(ka_limits_t *l)
 static void on_message(ka_limits_t *l, const rd_kafka_message_t *m)
 {
     ka_limits_record_t rec;
-    char why[600], err[400] = "";
+    char why[768], err[400] = "";
 
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
         on_end(l);

@@ -75,7 +75,8 @@ static void limits_record_cb(void *arg, const ka_limits_record_t *rec, int64_t o
     if (ka_policy_store_set_layer(&r->store, rec->overrides, ka_admission_policy(a), &next, err,
                                   sizeof(err)) < 0) {
         snprintf(r->cluster_error, sizeof(r->cluster_error),
-                 "the record at offset %" PRId64 " does not apply over %s: %s; the layer before "
+                 "the record at offset %" PRId64
+                 " does not apply over %.200s: %.400s; the layer before "
                  "it stays in force",
                  offset, r->store.path, err);
         ka_log(KA_LOG_WARN, "cluster limits record refused", KA_KS("topic", r->topic),
