@@ -96,6 +96,19 @@ static void confirm_read_back(ka_limits_t *l)
     }
 }
 
+/* The topic exists: read it from the beginning, for good. */
+static void start_consuming(ka_limits_t *l)
+{
+    if (rd_kafka_consume_start_queue(l->consume_topic, 0, RD_KAFKA_OFFSET_BEGINNING,
+                                     ka_rdk_queue(l->consumer)) < 0) {
+        report(l, "limits topic: the consumer did not start; retrying");
+        l->state = WAIT_BROKERS;
+        l->retry_at = uv_now(l->loop) + CREATE_RETRY_MS;
+        return;
+    }
+    l->state = CONSUMING;
+}
+
 static void on_create_result(ka_limits_t *l, rd_kafka_event_t *ev)
 {
     const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
@@ -106,14 +119,7 @@ static void on_create_result(ka_limits_t *l, rd_kafka_event_t *ev)
     char why[600];
 
     if (code == RD_KAFKA_RESP_ERR_NO_ERROR || code == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-        if (rd_kafka_consume_start_queue(l->consume_topic, 0, RD_KAFKA_OFFSET_BEGINNING,
-                                         ka_rdk_queue(l->consumer)) < 0) {
-            report(l, "limits topic: the consumer did not start; retrying");
-            l->state = WAIT_BROKERS;
-            l->retry_at = uv_now(l->loop) + CREATE_RETRY_MS;
-            return;
-        }
-        l->state = CONSUMING;
+        start_consuming(l);
         return;
     }
     snprintf(why, sizeof(why), "limits topic %s could not be created: %s; retrying", l->topic,
@@ -268,7 +274,9 @@ static void timer_cb(uv_timer_t *t)
 
     if (l->state == WAIT_BROKERS && now >= l->retry_at) {
         brokers = l->h.broker_count ? l->h.broker_count(l->h.arg) : 0;
-        if (brokers > 0)
+        if (brokers > 0 && l->h.topic_exists != NULL && l->h.topic_exists(l->h.arg, l->topic))
+            start_consuming(l);
+        else if (brokers > 0)
             create_topic(l, brokers);
     }
     for (pending_write_t *w = l->pending; w != NULL; w = w->next) {

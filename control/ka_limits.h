@@ -47,6 +47,9 @@ typedef struct ka_limits_handlers {
     /* The number of brokers in the cluster, or 0 while it is not known (the
      * topic is created with replication min(3, brokers) once it is). */
     int (*broker_count)(void *arg);
+    /* True when the cluster view already lists the topic: it is then read
+     * without a CreateTopics request, which admission would judge. May be NULL. */
+    bool (*topic_exists)(void *arg, const char *topic);
 } ka_limits_handlers_t;
 
 typedef struct ka_limits_settings {

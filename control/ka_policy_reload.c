@@ -123,6 +123,15 @@ static int limits_broker_count_cb(void *arg)
     return view != NULL ? (int)ka_cluster_broker_count(view) : 0;
 }
 
+static bool limits_topic_exists_cb(void *arg, const char *topic)
+{
+    ka_policy_reload_t *r = arg;
+    ka_cluster_t *view = ka_admission_view(r->srv->admission);
+    ka_slice_t name = {(const uint8_t *)topic, (int32_t)strlen(topic)};
+
+    return view != NULL && ka_cluster_find_topic(view, name) != NULL;
+}
+
 /* Starts the limits topic's clients against the ledger's broker (kadmit's own by default). */
 static void limits_start(ka_policy_reload_t *r, const ka_config_t *cfg)
 {
@@ -134,7 +143,8 @@ static void limits_start(ka_policy_reload_t *r, const ka_config_t *cfg)
                               .record = limits_record_cb,
                               .problem = limits_problem_cb,
                               .loaded = limits_loaded_cb,
-                              .broker_count = limits_broker_count_cb};
+                              .broker_count = limits_broker_count_cb,
+                              .topic_exists = limits_topic_exists_cb};
     ka_rdk_security_t security;
     ka_limits_settings_t settings = {.bootstrap = bootstrap,
                                      .topic = r->topic,
