@@ -311,22 +311,24 @@ static int set_ledger_bootstrap(ka_config_t *c, const char *v, char *e, size_t n
     return set_broker_address(&c->ledger_bootstrap, v, e, n);
 }
 
-static int set_ledger_timeout(ka_config_t *c, const char *v, char *e, size_t n)
+/* Milliseconds in [min, max]. */
+static int set_ms(uint32_t *field, uint64_t min, uint64_t max, const char *v, char *e, size_t n)
 {
     uint64_t x;
-    int rc = parse_count(v, 100, 600000, &x, e, n);
+    int rc = parse_count(v, min, max, &x, e, n);
     if (rc == 0)
-        c->ledger_timeout_ms = (uint32_t)x;
+        *field = (uint32_t)x;
     return rc;
+}
+
+static int set_ledger_timeout(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_ms(&c->ledger_timeout_ms, 100, 600000, v, e, n);
 }
 
 static int set_ledger_ttl(ka_config_t *c, const char *v, char *e, size_t n)
 {
-    uint64_t x;
-    int rc = parse_count(v, 1000, 86400000, &x, e, n);
-    if (rc == 0)
-        c->ledger_intent_ttl_ms = (uint32_t)x;
-    return rc;
+    return set_ms(&c->ledger_intent_ttl_ms, 1000, 86400000, v, e, n);
 }
 
 static int set_sidecar_id(ka_config_t *c, const char *v, char *e, size_t n)

@@ -145,6 +145,9 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
                         .now_ms = now,
                         .seed = ++a->seed * 0x9E3779B97F4A7C15ull ^ (uint64_t)now,
                         .want_fresh_view = !resumed && ka_adm_view_needs_refresh(policy, view, now),
+                        /* An item the view does not know waits for one refresh, then
+                         * the resumed decision judges it on what the view shows. */
+                        .may_wait_for_view = !resumed,
                         .max_frame = a->srv->cfg->max_frame_bytes};
     int rc = ka_adm_request(&ctx, frame, *len, &o);
     int audit_mode = ka_policy_enforcement(policy) == KA_ENFORCEMENT_AUDIT;

@@ -151,11 +151,12 @@ static int decode_replicas(json_t *o, ka_ledger_item_t *it, char *err, size_t er
     int rc = get_array(o, "replicas", KA_LEDGER_REPLICAS_MAX, &a, err, errlen);
     if (rc < 0)
         return rc;
-    it->replica_count = (int32_t)json_array_size(a);
-    it->replicas = calloc((size_t)it->replica_count + 1, sizeof(int32_t));
+    it->spec.replica_count = (int32_t)json_array_size(a);
+    it->replicas = calloc((size_t)it->spec.replica_count + 1, sizeof(int32_t));
     if (it->replicas == NULL)
         return KA_ENOMEM;
-    for (int32_t i = 0; i < it->replica_count; i++) {
+    it->spec.replicas = it->replicas;
+    for (int32_t i = 0; i < it->spec.replica_count; i++) {
         json_t *v = json_array_get(a, (size_t)i);
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX) {
             snprintf(err, errlen, "\"replicas\"[%d] is not a broker id", (int)i);
@@ -172,11 +173,12 @@ static int decode_deltas(json_t *o, ka_ledger_item_t *it, char *err, size_t errl
     int rc = get_array(o, "deltas", KA_LEDGER_DELTAS_MAX, &a, err, errlen);
     if (rc < 0)
         return rc;
-    it->delta_count = json_array_size(a);
-    it->deltas = calloc(it->delta_count + 1, sizeof(*it->deltas));
+    it->spec.delta_count = json_array_size(a);
+    it->deltas = calloc(it->spec.delta_count + 1, sizeof(*it->deltas));
     if (it->deltas == NULL)
         return KA_ENOMEM;
-    for (size_t i = 0; i < it->delta_count; i++) {
+    it->spec.deltas = it->deltas;
+    for (size_t i = 0; i < it->spec.delta_count; i++) {
         json_t *pair = json_array_get(a, i);
         json_t *b = json_array_get(pair, 0), *n = json_array_get(pair, 1);
         if (!json_is_array(pair) || json_array_size(pair) != 2 || !json_is_integer(b) ||
@@ -201,9 +203,9 @@ static int decode_item(json_t *o, ka_ledger_item_t *it, char *err, size_t errlen
     }
     const char *kind = json_string_value(json_object_get(o, "kind"));
     if (kind != NULL && strcmp(kind, "partitions") == 0)
-        it->kind = KA_RESERVATION_PARTITIONS;
+        it->spec.kind = KA_RESERVATION_PARTITIONS;
     else if (kind != NULL && strcmp(kind, "replicas") == 0)
-        it->kind = KA_RESERVATION_REPLICAS;
+        it->spec.kind = KA_RESERVATION_REPLICAS;
     else {
         snprintf(err, errlen, "\"kind\" is not \"partitions\" or \"replicas\"");
         return KA_EINVALID;
@@ -218,10 +220,10 @@ static int decode_item(json_t *o, ka_ledger_item_t *it, char *err, size_t errlen
     }
     memcpy(it->topic, json_string_value(topic), tlen);
     it->topic[tlen] = '\0';
-    it->topic_len = (int32_t)tlen;
-    if ((rc = get_i32(o, "partition_count", 0, &it->partition_count, err, errlen)) < 0 ||
-        (rc = get_i32(o, "partition", -1, &it->partition, err, errlen)) < 0 ||
-        (rc = get_i32(o, "new_partitions", 0, &it->new_partitions, err, errlen)) < 0 ||
+    it->spec.topic = (ka_slice_t){(const uint8_t *)it->topic, (int32_t)tlen};
+    if ((rc = get_i32(o, "partition_count", 0, &it->spec.partition_count, err, errlen)) < 0 ||
+        (rc = get_i32(o, "partition", -1, &it->spec.partition, err, errlen)) < 0 ||
+        (rc = get_i32(o, "new_partitions", 0, &it->spec.new_partitions, err, errlen)) < 0 ||
         (rc = decode_replicas(o, it, err, errlen)) < 0 ||
         (rc = decode_deltas(o, it, err, errlen)) < 0)
         return rc;
@@ -324,17 +326,4 @@ void ka_ledger_record_free(ka_ledger_record_t *r)
     free(r->items);
     free(r->admitted);
     memset(r, 0, sizeof(*r));
-}
-
-void ka_ledger_item_spec(const ka_ledger_item_t *it, ka_reservation_spec_t *out)
-{
-    *out = (ka_reservation_spec_t){.kind = it->kind,
-                                   .topic = {(const uint8_t *)it->topic, it->topic_len},
-                                   .partition_count = it->partition_count,
-                                   .partition = it->partition,
-                                   .replicas = it->replicas,
-                                   .replica_count = it->replica_count,
-                                   .new_partitions = it->new_partitions,
-                                   .deltas = it->deltas,
-                                   .delta_count = it->delta_count};
 }

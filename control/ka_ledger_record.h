@@ -34,18 +34,12 @@
 
 enum ka_ledger_type { KA_LEDGER_INTENT = 0, KA_LEDGER_OUTCOME };
 
-/* One item of an intent, decoded into owned memory. */
+/* One item of an intent: a reservation spec whose arrays the item owns. */
 typedef struct ka_ledger_item {
-    enum ka_reservation_kind kind;
+    ka_reservation_spec_t spec; /* topic, replicas, deltas point into this item; no expiry */
     char topic[KA_LEDGER_TOPIC_MAX + 1];
-    int32_t topic_len;
-    int32_t partition_count;
-    int32_t partition;
     int32_t *replicas;
-    int32_t replica_count;
-    int32_t new_partitions;
     ka_broker_delta_t *deltas;
-    size_t delta_count;
 } ka_ledger_item_t;
 
 typedef struct ka_ledger_record {
@@ -72,8 +66,5 @@ int ka_ledger_encode_outcome(const char *sidecar, uint64_t seq, const uint8_t *a
 int ka_ledger_decode(const void *bytes, size_t len, ka_ledger_record_t *out, char *err,
                      size_t errlen);
 void ka_ledger_record_free(ka_ledger_record_t *r);
-
-/* The item as a reservation spec (pointers into the item; expiry left 0). */
-void ka_ledger_item_spec(const ka_ledger_item_t *item, ka_reservation_spec_t *out);
 
 #endif

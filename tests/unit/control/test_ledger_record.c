@@ -52,8 +52,7 @@ static void test_intent_round_trip_keeps_every_field(void **state)
     assert_int_equal(r.ts_ms, 1700000000123);
     assert_int_equal(r.count, 2);
     for (size_t i = 0; i < 2; i++) {
-        ka_reservation_spec_t got;
-        ka_ledger_item_spec(&r.items[i], &got);
+        ka_reservation_spec_t got = r.items[i].spec;
         assert_int_equal(got.kind, specs[i].kind);
         assert_int_equal(got.topic.len, specs[i].topic.len);
         assert_memory_equal(got.topic.ptr, specs[i].topic.ptr, (size_t)got.topic.len);
