@@ -385,6 +385,7 @@ int ka_limits_start(uv_loop_t *loop, const ka_limits_settings_t *settings,
         return rc;
     }
     uv_timer_start(&l->timer, timer_cb, 0, TICK_MS);
+    uv_unref((uv_handle_t *)&l->timer); /* a drain ends without waiting for it */
     *out = l;
     return 0;
 }
