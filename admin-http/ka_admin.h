@@ -60,6 +60,41 @@ typedef struct ka_admin_reload_status {
 } ka_admin_reload_status_t;
 
 /*
+ * The policy's layers, for GET /v1/policy: the policy file, the cluster's
+ * layer from the limits topic (with the ledger on) and, by difference, the
+ * policy in force. Strings are borrowed for the duration of the call.
+ */
+typedef struct ka_admin_layers {
+    const char *file_path;  /* --policy */
+    uint64_t file_version;  /* the version the file's own policy was loaded with */
+    bool cluster;           /* the limits topic is on (--ledger on) */
+    const char *topic;      /* its name */
+    bool loading;           /* it has not been read to its end since start */
+    int64_t offset;         /* offset of the record in force; -1 before any */
+    const char *written_by; /* that record's writer, or "" */
+    int64_t written_at_ms;  /* and when it wrote it (wall clock), or 0 */
+    const char *overrides;  /* the layer over the file (JSON merge patch), NULL when none */
+    const char *error;      /* why the last record or connection failed, or "" */
+} ka_admin_layers_t;
+
+/*
+ * A mutation that the proxy answers later. With policy_submit the proxy
+ * first writes the change where the cluster keeps its limits, and calls
+ * ka_admin_reply_finish once that write is confirmed or has failed.
+ */
+typedef struct ka_admin_reply ka_admin_reply_t;
+
+/*
+ * Ends a submitted mutation, exactly once, on the loop thread. rc 0: the
+ * change was written; `policy` (borrowed) is in force now, `persisted_to`
+ * says where it went, `warning` (or NULL) what the caller should know. A
+ * negative rc: nothing changed, and the caller gets 503 with `detail`. The
+ * reply is freed; when its connection has closed meanwhile, nothing is sent.
+ */
+void ka_admin_reply_finish(ka_admin_reply_t *reply, int rc, const ka_policy_t *policy,
+                           const char *persisted_to, const char *warning, const char *detail);
+
+/*
  * What the proxy provides. Required: policy_get, policy_next_version,
  * policy_apply. The rest may be NULL (the endpoint then says what is missing
  * or, for /metrics, leaves the proxy's part out).
@@ -90,6 +125,16 @@ typedef struct ka_admin_ops {
      * in force, even if persisting failed; a negative ka_err with a sentence
      * in err when it did not take effect. */
     int (*policy_apply)(void *ctx, ka_policy_t *next, bool *persisted, char *err, size_t errlen);
+    /* Optional; when set, every mutation goes through it instead of
+     * policy_apply. Takes `next` (validated; keep a reference to use it) and
+     * answers through ka_admin_reply_finish later. `reset` is true for
+     * DELETE /v1/policy/overrides: the API's layer is dropped. Returns 0 once
+     * it owns the reply, or a negative ka_err with a sentence in err (the
+     * caller is answered 503 at once and nothing changes). */
+    int (*policy_submit)(void *ctx, ka_policy_t *next, bool reset, ka_admin_reply_t *reply,
+                         char *err, size_t errlen);
+    /* Optional: the policy's layers, for GET /v1/policy. */
+    void (*layers_get)(void *ctx, ka_admin_layers_t *out);
     /* The last policy-file reload. */
     void (*reload_status)(void *ctx, ka_admin_reload_status_t *out);
     /* The policy file's own policy without the API's overrides: a new

@@ -5,9 +5,13 @@
  * policy in force, derive a new one with a fresh version, hand it to the
  * proxy, answer with what is now in force and whether it reached disk.
  * Handlers run on the loop thread one at a time, so two admin calls cannot
- * interleave between the read and the apply.
+ * interleave between the read and the apply. With the cluster's limits
+ * topic (policy_submit), the change is first written there and the answer
+ * waits for the write (a ka_admin_reply_t); sidecars apply it as they read
+ * it back, so two sidecars' changes land in the topic's one order.
  */
 #include "ka_admin_router.h"
+#include "ka_admin_session.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -71,6 +75,126 @@ static json_t *source_json(const ka_admin_reload_status_t *st)
                      (json_int_t)st->reloads_missing);
 }
 
+/* The layer over the file as an object (empty when none). */
+static json_t *layer_object(const char *overrides)
+{
+    json_t *doc = overrides ? json_loads(overrides, 0, NULL) : NULL;
+
+    if (json_is_object(doc))
+        return doc;
+    json_decref(doc);
+    return json_object();
+}
+
+/* Where a value in force comes from: the layer, the file, or the built-in default. */
+static const char *source_of(json_t *layer_value, json_t *file_value, json_t *default_value,
+                             const char *layer_name)
+{
+    if (layer_value != NULL)
+        return layer_name;
+    return json_equal(file_value, default_value) ? "default" : "file";
+}
+
+/*
+ * Each setting in force with its source: {"max.partitions": {"value": 9,
+ * "from": "cluster"}, ..., "brokers": {"2": {"max.broker.partitions": 7,
+ * "from": "cluster"}}}. A broker whose override the layer removed is listed
+ * with the default limit it follows now.
+ */
+static json_t *sources_json(json_t *effective, json_t *file, json_t *layer, const char *layer_name)
+{
+    ka_policy_t *builtin = NULL;
+    json_t *defaults, *out = json_object(), *brokers = json_object(), *layer_brokers;
+    const char *key;
+    json_t *value;
+
+    ka_policy_new_default(0, &builtin);
+    defaults = builtin ? policy_json(builtin) : json_object();
+    ka_policy_unref(builtin);
+    json_object_foreach(effective, key, value)
+    {
+        if (strcmp(key, "brokers") == 0)
+            continue;
+        json_object_set_new(
+            out, key,
+            json_pack("{s:O,s:s}", "value", value, "from",
+                      source_of(json_object_get(layer, key), json_object_get(file, key),
+                                json_object_get(defaults, key), layer_name)));
+    }
+    json_object_foreach(json_object_get(effective, "brokers"), key, value)
+    {
+        json_t *ov = json_object_get(json_object_get(layer, "brokers"), key);
+        json_object_set_new(brokers, key,
+                            json_pack("{s:O,s:s}", LIMIT_KEY, json_object_get(value, LIMIT_KEY),
+                                      "from", ov != NULL ? layer_name : "file"));
+    }
+    layer_brokers = json_object_get(layer, "brokers");
+    json_object_foreach(layer_brokers, key, value)
+    {
+        if (json_is_null(value) && json_object_get(brokers, key) == NULL)
+            json_object_set_new(brokers, key,
+                                json_pack("{s:O,s:s}", LIMIT_KEY,
+                                          json_object_get(effective, LIMIT_KEY), "from",
+                                          layer_name));
+    }
+    json_object_set_new(out, "brokers", brokers);
+    json_decref(defaults);
+    return out;
+}
+
+/* The file, the cluster's layer (or this sidecar's API layer) and what is in force. */
+static json_t *layers_json(const ka_admin_layers_t *ly, const ka_admin_reload_status_t *st,
+                           const ka_policy_t *policy, json_t *layer)
+{
+    json_t *out = json_object(), *cluster = json_null();
+    char at[64];
+
+    json_object_set_new(out, "file",
+                        json_pack("{s:s,s:I,s:s}", "path", ly->file_path ? ly->file_path : "",
+                                  "version", (json_int_t)ly->file_version, "hash", st->file_hash));
+    if (ly->cluster) {
+        format_time(ly->written_at_ms, at, sizeof(at));
+        cluster = json_pack("{s:s,s:s,s:I,s:O}", "topic", ly->topic ? ly->topic : "", "state",
+                            ly->loading ? "loading" : "loaded", "offset", (json_int_t)ly->offset,
+                            "overrides", layer);
+        if (cluster != NULL && ly->offset >= 0) {
+            json_object_set_new(cluster, "written_by", json_string(ly->written_by));
+            json_object_set_new(cluster, "written_at", json_string(at));
+        }
+        if (cluster != NULL && ly->error != NULL && ly->error[0] != '\0')
+            json_object_set_new(cluster, "error", json_string(ly->error));
+    } else {
+        json_object_set_new(out, "api", json_pack("{s:O}", "overrides", layer));
+    }
+    json_object_set_new(out, "cluster", cluster);
+    json_object_set_new(out, "effective",
+                        json_pack("{s:I}", "version", (json_int_t)ka_policy_version(policy)));
+    return out;
+}
+
+/* Adds "layers" and "limits" to GET /v1/policy's answer. */
+static void add_layers(ka_admin_context_t *ctx, const ka_admin_reload_status_t *st,
+                       const ka_policy_t *policy, json_t *body)
+{
+    ka_admin_layers_t ly;
+    ka_policy_t *file;
+    json_t *layer, *effective, *file_doc;
+
+    memset(&ly, 0, sizeof(ly));
+    ctx->ops->layers_get(ctx->ops->ctx, &ly);
+    file = ctx->ops->file_policy_get ? ctx->ops->file_policy_get(ctx->ops->ctx) : NULL;
+    layer = layer_object(ly.overrides);
+    effective = policy_json(policy);
+    file_doc = file ? policy_json(file) : json_object();
+    json_object_set_new(body, "layers", layers_json(&ly, st, policy, layer));
+    json_object_set_new(body, "limits",
+                        sources_json(effective, file_doc, layer, ly.cluster ? "cluster" : "api"));
+    json_decref(layer);
+    json_decref(effective);
+    json_decref(file_doc);
+    ka_policy_unref(file);
+}
+
 void ka_admin_handle_policy_get(ka_admin_context_t *ctx, const ka_admin_request_t *req,
                                 const char *arg, ka_admin_response_t *res)
 {
@@ -89,18 +213,97 @@ void ka_admin_handle_policy_get(ka_admin_context_t *ctx, const ka_admin_request_
                      policy_json(policy), "last_reload", reload_json(&st, policy));
     if (body != NULL && ctx->ops->reload_status != NULL && st.persistence != NULL)
         json_object_set_new(body, "source", source_json(&st));
+    if (body != NULL && ctx->ops->layers_get != NULL)
+        add_layers(ctx, &st, policy, body);
     ka_admin_response_json(res, 200, body);
     ka_policy_unref(policy);
+}
+
+/* The answer to a mutation: what is in force now, and where it was saved. */
+static json_t *mutation_json(const ka_policy_t *policy, bool persisted, const char *where,
+                             const char *warning)
+{
+    json_t *body = json_pack("{s:I,s:b,s:o}", "version", (json_int_t)ka_policy_version(policy),
+                             "persisted", persisted, "policy", policy_json(policy));
+
+    if (body != NULL && persisted && where[0] != '\0')
+        json_object_set_new(body, "persisted_to", json_string(where));
+    if (body != NULL && warning != NULL && warning[0] != '\0')
+        json_object_set_new(body, "warning", json_string(warning));
+    return body;
+}
+
+struct ka_admin_reply {
+    ka_admin_context_t *ctx;
+    ka_admin_session_t *session; /* NULL once the connection has gone */
+};
+
+void ka_admin_reply_bind(ka_admin_reply_t *reply, struct ka_admin_session *session)
+{
+    reply->session = session;
+}
+
+void ka_admin_reply_finish(ka_admin_reply_t *reply, int rc, const ka_policy_t *policy,
+                           const char *persisted_to, const char *warning, const char *detail)
+{
+    ka_admin_response_t res;
+
+    if (reply->session != NULL) {
+        ka_admin_response_init(&res);
+        if (rc < 0) {
+            ka_admin_response_error(&res, 503,
+                                    "the change was not made, because the cluster's limits "
+                                    "could not be written: %s",
+                                    detail && detail[0] ? detail : ka_strerror(rc));
+        } else {
+            reply->ctx->stats.policy_changes++;
+            ka_admin_response_json(
+                &res, 200, mutation_json(policy, true, persisted_to ? persisted_to : "", warning));
+        }
+        ka_admin_session_answer(reply->session, &res);
+        ka_admin_response_free(&res);
+    }
+    free(reply);
+}
+
+/* Hands `next` to the cluster's limits and answers later; consumes `next`. */
+static void submit_and_defer(ka_admin_context_t *ctx, ka_policy_t *next, bool reset,
+                             ka_admin_response_t *res)
+{
+    ka_admin_reply_t *reply = calloc(1, sizeof(*reply));
+    char err[512] = "";
+    int rc;
+
+    if (reply == NULL) {
+        ka_admin_response_error(res, 500, "out of memory");
+        ka_policy_unref(next);
+        return;
+    }
+    reply->ctx = ctx;
+    rc = ctx->ops->policy_submit(ctx->ops->ctx, next, reset, reply, err, sizeof(err));
+    ka_policy_unref(next);
+    if (rc < 0) {
+        free(reply);
+        ka_admin_response_error(res, 503,
+                                "the change was not made, because the cluster's limits could not "
+                                "be written: %s",
+                                err[0] ? err : ka_strerror(rc));
+        return;
+    }
+    res->deferred = reply;
 }
 
 /* Puts `next` in force through the proxy and answers; consumes `next`. */
 static void apply_and_answer(ka_admin_context_t *ctx, ka_policy_t *next, ka_admin_response_t *res)
 {
     bool persisted = false;
-    char err[512] = "";
-    json_t *body;
+    char err[512] = "", warning[700] = "";
     int rc;
 
+    if (ctx->ops->policy_submit != NULL) {
+        submit_and_defer(ctx, next, false, res);
+        return;
+    }
     rc = ctx->ops->policy_apply(ctx->ops->ctx, next, &persisted, err, sizeof(err));
     if (rc < 0) {
         ka_admin_response_error(res, 500, "the new policy was not put in force: %s",
@@ -109,19 +312,11 @@ static void apply_and_answer(ka_admin_context_t *ctx, ka_policy_t *next, ka_admi
         return;
     }
     ctx->stats.policy_changes++;
-    body = json_pack("{s:I,s:b,s:o}", "version", (json_int_t)ka_policy_version(next), "persisted",
-                     persisted, "policy", policy_json(next));
-    if (body != NULL && persisted && err[0] != '\0')
-        json_object_set_new(body, "persisted_to", json_string(err));
-    if (body != NULL && !persisted) {
-        char warning[700];
-
+    if (!persisted)
         snprintf(warning, sizeof(warning),
                  "the policy is in force but was not saved, so a restart will lose it%s%s",
                  err[0] ? ": " : "", err);
-        json_object_set_new(body, "warning", json_string(warning));
-    }
-    ka_admin_response_json(res, 200, body);
+    ka_admin_response_json(res, 200, mutation_json(next, persisted, err, warning));
     ka_policy_unref(next);
 }
 
@@ -329,7 +524,10 @@ void ka_admin_handle_overrides_delete(ka_admin_context_t *ctx, const ka_admin_re
         ka_admin_response_error(res, 500, "%s", err[0] ? err : ka_strerror(rc));
         return;
     }
-    apply_and_answer(ctx, next, res);
+    if (ctx->ops->policy_submit != NULL)
+        submit_and_defer(ctx, next, true, res);
+    else
+        apply_and_answer(ctx, next, res);
 }
 
 /* One broker's counts against its limit; reserved replicas count as hosted. */

@@ -57,6 +57,9 @@ typedef struct ka_admin_response {
     const char *allow;        /* 405: the value of the Allow header */
     const char *authenticate; /* 401: the value of WWW-Authenticate */
     ka_admin_buf_t body;
+    /* Set by a handler that answers later (ka_admin_reply_finish): the
+     * session then sends nothing now and waits for the reply. */
+    ka_admin_reply_t *deferred;
 } ka_admin_response_t;
 
 /* Copies cfg (NULL: defaults) and the token; KA_ENOMEM or 0. */
@@ -84,6 +87,10 @@ int ka_admin_response_write(ka_admin_context_t *ctx, const ka_admin_response_t *
 /* A complete error response in one call (timeouts, refusals, parse errors). */
 int ka_admin_write_error(ka_admin_context_t *ctx, int status, bool close, ka_admin_buf_t *out,
                          const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Ties a deferred reply to the session that waits for it (NULL: gone). */
+struct ka_admin_session;
+void ka_admin_reply_bind(ka_admin_reply_t *reply, struct ka_admin_session *session);
 
 /* Endpoint handlers (ka_admin_handlers.c, ka_admin_metrics.c). `arg` is the
  * path's {id} for /v1/limits/brokers/{id}, NULL elsewhere. */

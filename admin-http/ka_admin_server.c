@@ -283,6 +283,12 @@ static void conn_after_input(ka_admin_conn_t *c)
     c->reading = want_read;
 }
 
+/* A deferred answer is in the session's output. */
+static void conn_wake(void *arg)
+{
+    conn_after_input(arg);
+}
+
 static void connection_cb(uv_stream_t *listener, int status)
 {
     ka_admin_server_t *server = listener->data;
@@ -295,6 +301,8 @@ static void connection_cb(uv_stream_t *listener, int status)
         return;
     c->server = server;
     ka_admin_session_init(&c->session, &server->ctx);
+    c->session.wake = conn_wake;
+    c->session.wake_arg = c;
     uv_tcp_init(server->loop, &c->tcp);
     uv_timer_init(server->loop, &c->timer);
     c->tcp.data = c;

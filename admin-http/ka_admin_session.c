@@ -180,6 +180,17 @@ static int on_message_complete_cb(llhttp_t *p)
         ka_admin_response_error(&res, 400, "the request has more than one Authorization header");
     else
         ka_admin_route(s->ctx, &req, &res);
+    if (res.deferred != NULL) {
+        /* Pipelined requests wait in pending, so answers keep their order. */
+        ka_admin_response_free(&res);
+        reset_request(s);
+        s->in_request = false;
+        s->waiting = res.deferred;
+        s->waiting_close = close;
+        ka_admin_reply_bind(res.deferred, s);
+        s->paused = true;
+        return HPE_PAUSED;
+    }
     ka_admin_response_write(s->ctx, &res, close, &s->out);
     ka_admin_response_free(&res);
 
@@ -219,6 +230,8 @@ void ka_admin_session_init(ka_admin_session_t *s, ka_admin_context_t *ctx)
 
 void ka_admin_session_free(ka_admin_session_t *s)
 {
+    if (s->waiting != NULL)
+        ka_admin_reply_bind(s->waiting, NULL); /* its answer has nowhere to go */
     ka_admin_buf_free(&s->url);
     ka_admin_buf_free(&s->field);
     ka_admin_buf_free(&s->value);
@@ -284,11 +297,24 @@ int ka_admin_session_feed(ka_admin_session_t *s, const char *data, size_t len)
     return ka_admin_buf_failed(&s->out);
 }
 
+void ka_admin_session_answer(ka_admin_session_t *s, const ka_admin_response_t *res)
+{
+    ka_admin_response_write(s->ctx, res, s->waiting_close, &s->out);
+    s->waiting = NULL;
+    s->completed++;
+    if (s->waiting_close)
+        s->closing = true;
+    if (s->wake != NULL)
+        s->wake(s->wake_arg);
+}
+
 int ka_admin_session_resume(ka_admin_session_t *s)
 {
     ka_admin_buf_t rest = s->pending;
     int rc;
 
+    if (s->waiting != NULL)
+        return 0; /* still paused: the answer comes first */
     s->paused = false;
     ka_admin_buf_init(&s->pending);
     rc = ka_admin_session_feed(s, rest.data, rest.len);

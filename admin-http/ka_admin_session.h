@@ -48,6 +48,12 @@ typedef struct ka_admin_session {
     bool paused;            /* output reached KA_ADMIN_SESSION_OUTPUT_HIGH */
     bool closing;           /* no more requests: flush out, then close */
     bool input_ended;       /* the client half-closed: close once pending is answered */
+
+    /* A mutation answered later: no other request is parsed until it is. */
+    ka_admin_reply_t *waiting;
+    bool waiting_close;           /* its answer closes the connection */
+    void (*wake)(void *wake_arg); /* the server's: new output to send */
+    void *wake_arg;
 } ka_admin_session_t;
 
 void ka_admin_session_init(ka_admin_session_t *s, ka_admin_context_t *ctx);
@@ -63,6 +69,11 @@ int ka_admin_session_feed(ka_admin_session_t *s, const char *data, size_t len);
 int ka_admin_session_resume(ka_admin_session_t *s);
 /* The client sent EOF: answer what is pending, then close. */
 void ka_admin_session_end_input(ka_admin_session_t *s);
+/*
+ * The answer to the waiting request (called by ka_admin_reply_finish):
+ * appends it to s->out and wakes the server, which sends it and resumes.
+ */
+void ka_admin_session_answer(ka_admin_session_t *s, const ka_admin_response_t *res);
 /* The connection's timer fired: 408 when mid-request; closing either way. */
 void ka_admin_session_timeout(ka_admin_session_t *s);
 

@@ -281,17 +281,29 @@ static int set_ledger(ka_config_t *c, const char *v, char *e, size_t n)
     return 0;
 }
 
-static int set_ledger_topic(ka_config_t *c, const char *v, char *e, size_t n)
+/* Kafka's rule for topic names: 1 to 249 of [a-zA-Z0-9._-], not "." or "..". */
+static int set_topic_name(char *field, size_t cap, const char *v, char *e, size_t n)
 {
     size_t len = strlen(v);
-    if (len == 0 || len >= sizeof(c->ledger_topic) || strcmp(v, ".") == 0 || strcmp(v, "..") == 0 ||
+    if (len == 0 || len >= cap || strcmp(v, ".") == 0 || strcmp(v, "..") == 0 ||
         strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                   "0123456789._-") != len) {
         snprintf(e, n, "expected a Kafka topic name: 1 to 249 of a-z A-Z 0-9 . _ -");
         return KA_EINVALID;
     }
-    memcpy(c->ledger_topic, v, len + 1);
+    memcpy(field, v, len + 1);
     return 0;
+}
+
+static int set_ledger_topic(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_topic_name(c->ledger_topic, sizeof(c->ledger_topic), v, e, n);
+}
+
+/* The cluster's limits topic (control/ka_limits.h). */
+static int set_limits_topic(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_topic_name(c->limits_topic, sizeof(c->limits_topic), v, e, n);
 }
 
 static int set_ledger_bootstrap(ka_config_t *c, const char *v, char *e, size_t n)
@@ -390,6 +402,8 @@ static const option_t options[] = {
      "FILE", "its password (or env KADMIT_METADATA_SASL_PASSWORD)"},
     {"ledger", "KADMIT_LEDGER", set_ledger, "on|off",
      "decide in the order of the cluster-wide ledger topic (default on with --policy)"},
+    {"limits-topic", "KADMIT_LIMITS_TOPIC", set_limits_topic, "TOPIC",
+     "compacted topic holding the cluster's limits (default __kadmit_limits)"},
     {"ledger-topic", "KADMIT_LEDGER_TOPIC", set_ledger_topic, "TOPIC",
      "the ledger topic, created when missing (default __kadmit_ledger)"},
     {"ledger-bootstrap", "KADMIT_LEDGER_BOOTSTRAP", set_ledger_bootstrap, "HOST:PORT",
@@ -428,6 +442,7 @@ void ka_config_defaults(ka_config_t *cfg)
     snprintf(cfg->ledger_topic, sizeof(cfg->ledger_topic), "__kadmit_ledger");
     cfg->ledger_timeout_ms = 5000;
     cfg->ledger_intent_ttl_ms = 120000;
+    snprintf(cfg->limits_topic, sizeof(cfg->limits_topic), "__kadmit_limits");
 }
 
 /* Settings that only make sense together. */

@@ -9,6 +9,7 @@
 #ifndef KA_CONFIG_H
 #define KA_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,6 +62,9 @@ typedef struct ka_config {
     uint32_t ledger_timeout_ms;     /* --ledger-timeout-ms: an intent not read back by then fails */
     uint32_t ledger_intent_ttl_ms;  /* --ledger-intent-ttl-ms: intents count this long at most */
     char sidecar_id[256];           /* --sidecar-id (default hostname:listen port) */
+    /* The cluster's limits: with the ledger on, admin API changes go to this
+     * compacted topic, which every sidecar reads (--limits-topic). */
+    char limits_topic[250];
 } ka_config_t;
 
 /* What ka_config_parse asks the caller to do besides running. */

@@ -18,6 +18,7 @@
 
 #include "ka_atomic_file.h"
 #include "ka_error.h"
+#include "ka_limits_record.h"
 #include "ka_policy_file.h"
 #include "ka_policy_patch.h"
 
@@ -31,8 +32,8 @@ const char *ka_reload_result_name(enum ka_reload_result r)
 
 const char *ka_persist_mode_name(enum ka_persist_mode m)
 {
-    static const char *names[] = {"none", "policy-file", "state-file"};
-    return (unsigned)m <= KA_PERSIST_STATE ? names[m] : "?";
+    static const char *names[] = {"none", "policy-file", "state-file", "kafka-topic"};
+    return (unsigned)m <= KA_PERSIST_CLUSTER ? names[m] : "?";
 }
 
 uint64_t ka_policy_store_hash(const void *data, size_t len)
@@ -280,6 +281,11 @@ int ka_policy_store_persist(ka_policy_store_t *store, const ka_policy_t *next, b
                             char *where, size_t len)
 {
     *persisted = false;
+    if (store->mode == KA_PERSIST_CLUSTER) {
+        /* The layer is the topic's alone: it changes when a record is read. */
+        snprintf(where, len, "%s is written through the limits topic only", store->cluster_where);
+        return 0;
+    }
     /* Whatever the mode, the change is layered over later reloads of the
      * file until it is written into the file or cleared. */
     if (set_overrides(store, next) < 0) {
@@ -298,6 +304,70 @@ int ka_policy_store_persist(ka_policy_store_t *store, const ka_policy_t *next, b
         break;
     }
     return 0;
+}
+
+void ka_policy_store_use_cluster(ka_policy_store_t *store, const char *topic)
+{
+    store->mode = KA_PERSIST_CLUSTER;
+    snprintf(store->cluster_where, sizeof(store->cluster_where), "kafka topic %s", topic);
+    free(store->overrides);
+    store->overrides = NULL;
+}
+
+int ka_policy_store_set_layer(ka_policy_store_t *store, const char *layer,
+                              const ka_policy_t *current, ka_policy_t **next, char *err,
+                              size_t errlen)
+{
+    ka_policy_t *out = NULL;
+    char *copy = NULL;
+    int rc;
+
+    *next = NULL;
+    if (ka_limits_layer_is_empty(layer)) {
+        out = ka_policy_ref(store->file_policy);
+    } else {
+        copy = strdup(layer);
+        if (copy == NULL)
+            return KA_ENOMEM;
+        rc = ka_policy_apply_patch(store->file_policy, layer, strlen(layer),
+                                   store->last_version + 1, &out, err, errlen);
+        if (rc < 0) {
+            free(copy);
+            return rc;
+        }
+    }
+    free(store->overrides);
+    store->overrides = copy;
+    if (current != NULL && ka_policy_equal(out, current)) {
+        ka_policy_unref(out);
+        return 0;
+    }
+    if (out == store->file_policy) {
+        /* The file's own policy again: a copy under a new version. */
+        ka_policy_unref(out);
+        rc = ka_policy_with_default_limit(store->file_policy,
+                                          ka_policy_default_broker_limit(store->file_policy),
+                                          store->last_version + 1, &out, err, errlen);
+        if (rc < 0)
+            return rc;
+    }
+    store->last_version++;
+    *next = out;
+    return 0;
+}
+
+int ka_policy_store_layer_after(const ka_policy_store_t *store, const ka_policy_t *current,
+                                const ka_policy_t *next, char **layer)
+{
+    char *change = ka_policy_diff(current, next);
+    int rc;
+
+    *layer = NULL;
+    if (change == NULL)
+        return KA_ENOMEM;
+    rc = ka_limits_layer_compose(store->overrides, change, layer);
+    free(change);
+    return rc;
 }
 
 const ka_policy_t *ka_policy_store_file_policy(const ka_policy_store_t *store)

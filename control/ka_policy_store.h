@@ -17,6 +17,11 @@
  * - none (no --state-file and a read-only policy file, such as a ConfigMap
  *   mount): API changes are layered over reloads as in state mode, but only
  *   until the next restart, and the answer says so ("persisted": false).
+ * - cluster (the ledger on, ka_policy_store_use_cluster): neither file is
+ *   written. The overrides are the cluster's layer, read from the limits
+ *   topic (ka_limits.h) and set with ka_policy_store_set_layer; an API
+ *   change becomes a new layer (ka_policy_store_layer_after) that is
+ *   written to the topic and applied when it is read back, like everyone's.
  * In every mode an API change that could not be written stays layered over
  * reloads of the file until kadmit restarts. DELETE /v1/policy/overrides
  * returns to the file's own policy.
@@ -42,7 +47,7 @@ enum ka_reload_result {
     KA_RELOAD_RESULT_COUNT
 };
 
-enum ka_persist_mode { KA_PERSIST_NONE = 0, KA_PERSIST_FILE, KA_PERSIST_STATE };
+enum ka_persist_mode { KA_PERSIST_NONE = 0, KA_PERSIST_FILE, KA_PERSIST_STATE, KA_PERSIST_CLUSTER };
 
 const char *ka_reload_result_name(enum ka_reload_result r);
 const char *ka_persist_mode_name(enum ka_persist_mode m);
@@ -52,6 +57,7 @@ typedef struct ka_policy_store {
     char state_path[4096]; /* --state-file, or "" */
     enum ka_persist_mode mode;
     char not_persisted_why[512]; /* mode NONE: why changes are not saved */
+    char cluster_where[300];     /* mode CLUSTER: "kafka topic <name>" */
     uint64_t last_version;       /* highest version handed out */
     uint64_t file_hash;          /* FNV-1a of the file bytes last loaded or written */
     ka_policy_t *file_policy;    /* the file's own policy (state mode: the base) */
@@ -92,6 +98,31 @@ enum ka_reload_result ka_policy_store_reload(ka_policy_store_t *store, const ka_
  */
 int ka_policy_store_persist(ka_policy_store_t *store, const ka_policy_t *next, bool *persisted,
                             char *where, size_t len);
+
+/*
+ * Switches to cluster mode: API changes go to the limits topic `topic`, and
+ * the overrides are the layer read from it, empty until the first record.
+ */
+void ka_policy_store_use_cluster(ka_policy_store_t *store, const char *topic);
+
+/*
+ * Puts `layer` (a merge patch; NULL or "{}" for none) over the file's
+ * policy. On success the store keeps the layer for later reloads and *next
+ * gets the policy to put in force (one reference, a new version), or NULL
+ * when it equals `current`. A layer that does not give a valid policy over
+ * this file returns KA_EINVALID with the reason in err and changes nothing.
+ */
+int ka_policy_store_set_layer(ka_policy_store_t *store, const char *layer,
+                              const ka_policy_t *current, ka_policy_t **next, char *err,
+                              size_t errlen);
+
+/*
+ * The layer that an API change from `current` to `next` makes: the store's
+ * layer with the change's difference on top. *layer gets JSON to free().
+ * Returns 0 or KA_ENOMEM.
+ */
+int ka_policy_store_layer_after(const ka_policy_store_t *store, const ka_policy_t *current,
+                                const ka_policy_t *next, char **layer);
 
 /* The file's own policy, without the API's overrides (borrowed). */
 const ka_policy_t *ka_policy_store_file_policy(const ka_policy_store_t *store);

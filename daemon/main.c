@@ -9,7 +9,8 @@
  * The admin HTTP API (admin-http/) runs on the same loop; this file
  * implements its ka_admin_ops_t over the proxy's state. The policy file is
  * watched and reloaded (ka_policy_watch.c, ka_policy_store.c), and policy
- * changes made through the API are persisted by the store.
+ * changes made through the API are persisted by the store, or, with the
+ * ledger on, written to the cluster's limits topic (ka_policy_reload.c).
  */
 #include <inttypes.h>
 #include <signal.h>
@@ -88,6 +89,19 @@ static int op_policy_apply(void *ctx, ka_policy_t *next, bool *persisted, char *
            KA_KI("broker_overrides", ka_policy_override_count(next)),
            KA_KS("persisted", *persisted ? "yes" : "no"), KA_KS(*persisted ? "to" : "why", err));
     return 0;
+}
+
+static int op_policy_submit(void *ctx, ka_policy_t *next, bool reset, ka_admin_reply_t *reply,
+                            char *err, size_t errlen)
+{
+    admin_state_t *st = ctx;
+    return ka_policy_reload_submit(st->ps, next, reset, reply, err, errlen);
+}
+
+static void op_layers_get(void *ctx, ka_admin_layers_t *out)
+{
+    admin_state_t *st = ctx;
+    ka_policy_reload_layers(st->ps, out);
 }
 
 static void op_reload_status(void *ctx, ka_admin_reload_status_t *out)
@@ -179,6 +193,11 @@ static bool op_ready(void *ctx, char *why, size_t len)
             return false;
         }
         return true;
+    }
+    if (st->ps != NULL && ka_policy_reload_loading(st->ps)) {
+        snprintf(why, len, "the cluster's limits are still being read from the topic %s",
+                 st->ps->topic);
+        return false;
     }
     if (!ka_admission_upstream_connected(a)) {
         snprintf(why, len, "the metadata client is not connected to the broker at %s",
@@ -277,6 +296,12 @@ static int admin_start(admin_state_t *st, ka_admin_ops_t *ops, const ka_config_t
     ka_admin_config_t acfg = {.token = token};
     *ops = admin_ops;
     ops->ctx = st;
+    if (st->ps != NULL) {
+        ops->layers_get = op_layers_get;
+        /* With the ledger on, changes go through the cluster's limits topic. */
+        if (st->ps->cluster)
+            ops->policy_submit = op_policy_submit;
+    }
     if (ka_server_admission(st->srv) == NULL) {
         if (ka_policy_new_default(0, &st->fallback) < 0) {
             snprintf(err, errlen, "out of memory");

@@ -5,6 +5,17 @@ ka_unit_test(test_control_scram SOURCES ${KA_CONTROL_TEST_DIR}/test_scram.c LIBS
 ka_unit_test(test_control_policy_store
   SOURCES ${KA_CONTROL_TEST_DIR}/test_policy_store.c LIBS ka_control)
 ka_unit_test(test_control_mdc_conn SOURCES ${KA_CONTROL_TEST_DIR}/test_mdc_conn.c LIBS ka_control)
+ka_unit_test(test_control_limits_record
+  SOURCES ${KA_CONTROL_TEST_DIR}/test_limits_record.c LIBS ka_control_core)
+# The admin API over the cluster's limits (deferred answers, layers); the
+# fixtures' source is compiled in, as admin-http.cmake is read after this.
+if(TARGET ka_admin)
+  ka_unit_test(test_control_limits_admin
+    SOURCES ${KA_CONTROL_TEST_DIR}/test_limits_admin.c
+            ${CMAKE_CURRENT_LIST_DIR}/admin-http/admin_fixtures.c
+    LIBS ka_admin)
+  target_include_directories(test_control_limits_admin PRIVATE ${CMAKE_CURRENT_LIST_DIR}/admin-http)
+endif()
 ka_unit_test(test_control_rdk SOURCES ${KA_CONTROL_TEST_DIR}/test_rdk.c LIBS ka_control)
 ka_unit_test(test_control_ledger_record
   SOURCES ${KA_CONTROL_TEST_DIR}/test_ledger_record.c LIBS ka_control_core)
