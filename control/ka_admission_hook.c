@@ -54,6 +54,11 @@ typedef struct hook_state {
     ka_ledger_claims_t claims;
 } hook_state_t;
 
+/* How many metadata refreshes a decision may wait for an item the view does not
+ * know yet. Kafka's brokers learn a new topic from the metadata log within tens of
+ * milliseconds; each round is one full refresh. */
+#define KA_VIEW_WAIT_ROUNDS 20
+
 struct ka_admission {
     ka_server_t *srv;
     ka_policy_t *policy;       /* the active policy: the one pointer a reload swaps */
@@ -255,9 +260,11 @@ static ka_adm_ctx_t decision_ctx(ka_admission_t *a, int resumed)
                           .seed = ++a->seed * 0x9E3779B97F4A7C15ull ^ (uint64_t)now,
                           .want_fresh_view =
                               !resumed && ka_adm_view_needs_refresh(policy, view, now),
-                          /* An item the view does not know waits for one refresh, then
-                           * the resumed decision judges it on what the view shows. */
-                          .may_wait_for_view = !resumed,
+                          /* An item the view does not know (a topic admitted a
+                           * moment ago, through any sidecar) waits for refreshes, a
+                           * bounded number of them; then it is judged on what the
+                           * view shows, or refused with a message. */
+                          .may_wait_for_view = resumed < KA_VIEW_WAIT_ROUNDS,
                           .max_frame = ka_server_config(a->srv)->max_frame_bytes};
 }
 

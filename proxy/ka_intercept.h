@@ -43,6 +43,8 @@
 /* API keys at or above this are never intercepted (none exist yet). */
 #define KA_INTERCEPT_MAX_API 128
 
+#define KA_HOOK_RESUMED_LAST 0x7fffffff
+
 enum ka_hook_action { KA_HOOK_FORWARD = 0, KA_HOOK_ANSWER, KA_HOOK_CLOSE, KA_HOOK_DEFER };
 
 typedef struct ka_hook_verdict {
@@ -58,7 +60,9 @@ typedef struct ka_hook_verdict {
     const char *reason; /* CLOSE, or a note for the debug log */
     /* Requests: per-request state for on_response (implies buffer_response). */
     void *state;
-    /* In: 1 when on_request runs again after a DEFER. */
+    /* In: 0 on a frame's first decision; then how many times on_request has run
+     * again on it after a DEFER, or KA_HOOK_RESUMED_LAST when the handler cannot
+     * wait again and must decide now. */
     int resumed;
 } ka_hook_verdict_t;
 

@@ -119,6 +119,7 @@ struct ka_leg {
     ka_pbuf_t *deferred;
     size_t deferred_len;
     int deferred_woken;
+    int deferred_rounds; /* times the held frame was decided again after a DEFER */
 
     /* Links in the server's resume list: resumes triggered from inside
      * another callback (pool release, SASL answer) run from an idle handle,

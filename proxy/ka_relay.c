@@ -361,7 +361,7 @@ static enum step release_frame(ka_leg_t *src, ka_pbuf_t *hold, size_t len, int r
             }
             /* Cannot wait: decide now. */
             memset(&v, 0, sizeof(v));
-            v.resumed = 1;
+            v.resumed = KA_HOOK_RESUMED_LAST;
             rc = ie->on_request(ie->user, &src->hold_hdr, hold->data, &len, &v);
             if (v.kind == KA_HOOK_DEFER)
                 v.kind = KA_HOOK_CLOSE;
@@ -432,6 +432,7 @@ static enum step release_held(ka_leg_t *src)
     ka_pbuf_t *hold = src->hold;
     src->hold = NULL;
     src->route = KA_ROUTE_PASS;
+    src->deferred_rounds = 0;
     return release_frame(src, hold, src->hold_len, 0);
 }
 
@@ -607,7 +608,9 @@ static int resume_deferred(ka_leg_t *leg)
     leg->deferred = NULL;
     leg->deferred_woken = 0;
     s->processing++;
-    enum step st = release_frame(leg, hold, leg->deferred_len, 1);
+    if (leg->deferred_rounds < KA_HOOK_RESUMED_LAST - 1)
+        leg->deferred_rounds++;
+    enum step st = release_frame(leg, hold, leg->deferred_len, leg->deferred_rounds);
     if (s->state != KA_SESSION_CLOSING) {
         ka_output_flush(leg->peer);
         ka_output_flush(leg);
