@@ -320,6 +320,18 @@ static void apply_and_answer(ka_admin_context_t *ctx, ka_policy_t *next, ka_admi
     ka_policy_unref(next);
 }
 
+/* Answers a mutation whose new policy was built with result rc (and err). */
+static void answer_built(ka_admin_context_t *ctx, int rc, ka_policy_t *next, const char *err,
+                         ka_admin_response_t *res)
+{
+    if (rc < 0) {
+        ka_admin_response_error(res, rc == KA_ENOMEM ? 500 : 400, "%s",
+                                err[0] ? err : ka_strerror(rc));
+        return;
+    }
+    apply_and_answer(ctx, next, res);
+}
+
 void ka_admin_handle_policy_put(ka_admin_context_t *ctx, const ka_admin_request_t *req,
                                 const char *arg, ka_admin_response_t *res)
 {
@@ -446,12 +458,7 @@ void ka_admin_handle_default_limit_put(ka_admin_context_t *ctx, const ka_admin_r
     rc = ka_policy_with_default_limit(base, limit, ctx->ops->policy_next_version(ctx->ops->ctx),
                                       &next, err, sizeof(err));
     ka_policy_unref(base);
-    if (rc < 0) {
-        ka_admin_response_error(res, rc == KA_ENOMEM ? 500 : 400, "%s",
-                                err[0] ? err : ka_strerror(rc));
-        return;
-    }
-    apply_and_answer(ctx, next, res);
+    answer_built(ctx, rc, next, err, res);
 }
 
 void ka_admin_handle_broker_limit_put(ka_admin_context_t *ctx, const ka_admin_request_t *req,
@@ -469,12 +476,7 @@ void ka_admin_handle_broker_limit_put(ka_admin_context_t *ctx, const ka_admin_re
     rc = ka_policy_with_broker_limit(base, id, limit, ctx->ops->policy_next_version(ctx->ops->ctx),
                                      &next, err, sizeof(err));
     ka_policy_unref(base);
-    if (rc < 0) {
-        ka_admin_response_error(res, rc == KA_ENOMEM ? 500 : 400, "%s",
-                                err[0] ? err : ka_strerror(rc));
-        return;
-    }
-    apply_and_answer(ctx, next, res);
+    answer_built(ctx, rc, next, err, res);
 }
 
 void ka_admin_handle_broker_limit_delete(ka_admin_context_t *ctx, const ka_admin_request_t *req,

@@ -244,18 +244,18 @@ static int create_topic(struct ka_work *w, const ka_create_topic_t *t, bool dup,
     return ka_work_decide_auto(w, v, &plan, partitions, replication, seed, true);
 }
 
-int ka_engine_create_topics(const ka_decision_context_t *ctx, const ka_create_topic_t *topics,
-                            size_t count, ka_verdict_t *verdicts)
+/* Judges one item of a request, found by its index in the request's array. */
+typedef int (*judge_item_fn)(struct ka_work *w, const void *items, size_t i, bool dup,
+                             uint64_t seed, ka_verdict_t *v);
+
+/* Judges items[0..count) in request order (keys: one per item, taken over). */
+static int judge_each(const ka_decision_context_t *ctx, ka_verdict_t *verdicts,
+                      struct item_key *keys, size_t count, judge_item_fn judge, const void *items)
 {
     struct ka_work w;
-    struct item_key *keys = malloc((count + 1) * sizeof(*keys));
     bool *dup = NULL;
     int rc = 0;
 
-    if (keys == NULL)
-        return KA_ENOMEM;
-    for (size_t i = 0; i < count; i++)
-        keys[i] = (struct item_key){topics[i].name, 0, i};
     if (begin(&w, ctx, verdicts, keys, count, &dup) < 0) {
         free(keys);
         return KA_ENOMEM;
@@ -264,9 +264,27 @@ int ka_engine_create_topics(const ka_decision_context_t *ctx, const ka_create_to
         if (w.stale)
             rc = ka_work_stale(&w, &verdicts[i]);
         else
-            rc = create_topic(&w, &topics[i], dup[i], seed_mix(ctx->seed, i), &verdicts[i]);
+            rc = judge(&w, items, i, dup[i], seed_mix(ctx->seed, i), &verdicts[i]);
     }
     return finish(&w, verdicts, count, dup, keys, rc);
+}
+
+static int create_topic_at(struct ka_work *w, const void *items, size_t i, bool dup, uint64_t seed,
+                           ka_verdict_t *v)
+{
+    return create_topic(w, (const ka_create_topic_t *)items + i, dup, seed, v);
+}
+
+int ka_engine_create_topics(const ka_decision_context_t *ctx, const ka_create_topic_t *topics,
+                            size_t count, ka_verdict_t *verdicts)
+{
+    struct item_key *keys = malloc((count + 1) * sizeof(*keys));
+
+    if (keys == NULL)
+        return KA_ENOMEM;
+    for (size_t i = 0; i < count; i++)
+        keys[i] = (struct item_key){topics[i].name, 0, i};
+    return judge_each(ctx, verdicts, keys, count, create_topic_at, topics);
 }
 
 /* The topic's replication factor: the replica count of its first known partition. */
@@ -321,30 +339,23 @@ static int create_partitions(struct ka_work *w, const ka_create_partitions_t *t,
     return ka_work_decide_auto(w, v, &plan, added, replication, seed, true);
 }
 
+static int create_partitions_at(struct ka_work *w, const void *items, size_t i, bool dup,
+                                uint64_t seed, ka_verdict_t *v)
+{
+    return create_partitions(w, (const ka_create_partitions_t *)items + i, dup, seed, v);
+}
+
 int ka_engine_create_partitions(const ka_decision_context_t *ctx,
                                 const ka_create_partitions_t *topics, size_t count,
                                 ka_verdict_t *verdicts)
 {
-    struct ka_work w;
     struct item_key *keys = malloc((count + 1) * sizeof(*keys));
-    bool *dup = NULL;
-    int rc = 0;
 
     if (keys == NULL)
         return KA_ENOMEM;
     for (size_t i = 0; i < count; i++)
         keys[i] = (struct item_key){topics[i].name, 0, i};
-    if (begin(&w, ctx, verdicts, keys, count, &dup) < 0) {
-        free(keys);
-        return KA_ENOMEM;
-    }
-    for (size_t i = 0; i < count && rc == 0; i++) {
-        if (w.stale)
-            rc = ka_work_stale(&w, &verdicts[i]);
-        else
-            rc = create_partitions(&w, &topics[i], dup[i], seed_mix(ctx->seed, i), &verdicts[i]);
-    }
-    return finish(&w, verdicts, count, dup, keys, rc);
+    return judge_each(ctx, verdicts, keys, count, create_partitions_at, topics);
 }
 
 static int reassign(struct ka_work *w, const ka_reassignment_t *r, bool dup, ka_verdict_t *v)

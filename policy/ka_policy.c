@@ -26,20 +26,6 @@
             return KA_EINVALID;                                                                    \
     } while (0)
 
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err == NULL || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* Describes a JSON value for "got ..." in an error sentence. */
 static void describe(const json_t *v, char *buf, size_t len)
 {
@@ -79,8 +65,9 @@ static int get_int(const json_t *v, const char *field, int64_t min, int64_t max,
         return 0;
     }
     describe(v, got, sizeof(got));
-    fail(err, errlen, "%s: must be an integer between %" PRId64 " and %" PRId64 ", got %s", field,
-         min, max, got);
+    ka_error_printf(err, errlen,
+                    "%s: must be an integer between %" PRId64 " and %" PRId64 ", got %s", field,
+                    min, max, got);
     return KA_EINVALID;
 }
 
@@ -98,7 +85,7 @@ static int get_choice(const json_t *v, const char *field, const char *a, const c
         return 0;
     }
     describe(v, got, sizeof(got));
-    fail(err, errlen, "%s: must be \"%s\" or \"%s\", got %s", field, a, b, got);
+    ka_error_printf(err, errlen, "%s: must be \"%s\" or \"%s\", got %s", field, a, b, got);
     return KA_EINVALID;
 }
 
@@ -154,10 +141,10 @@ static int parse_brokers(ka_policy_t *p, const json_t *brokers, char *err, size_
 
     if (!json_is_object(brokers)) {
         describe(brokers, got, sizeof(got));
-        fail(err, errlen,
-             "brokers: must be an object mapping broker ids to "
-             "{\"max.broker.partitions\": N}, got %s",
-             got);
+        ka_error_printf(err, errlen,
+                        "brokers: must be an object mapping broker ids to "
+                        "{\"max.broker.partitions\": N}, got %s",
+                        got);
         return KA_EINVALID;
     }
     if (n == 0)
@@ -172,33 +159,34 @@ static int parse_brokers(ka_policy_t *p, const json_t *brokers, char *err, size_
         int64_t limit = -1;
 
         if (parse_broker_id(key, &p->overrides[i].broker_id) < 0) {
-            fail(err, errlen,
-                 "brokers.%.40s: broker id must be a decimal integer between 0 and 2147483647",
-                 key);
+            ka_error_printf(
+                err, errlen,
+                "brokers.%.40s: broker id must be a decimal integer between 0 and 2147483647", key);
             return KA_EINVALID;
         }
         if (!json_is_object(entry)) {
             describe(entry, got, sizeof(got));
-            fail(err, errlen,
-                 "brokers.%s: must be an object such as {\"max.broker.partitions\": 1000}, got %s",
-                 key, got);
+            ka_error_printf(
+                err, errlen,
+                "brokers.%s: must be an object such as {\"max.broker.partitions\": 1000}, got %s",
+                key, got);
             return KA_EINVALID;
         }
         json_object_foreach(entry, inner_key, inner)
         {
             snprintf(field, sizeof(field), "brokers.%s.%.40s", key, inner_key);
             if (strcmp(inner_key, "max.broker.partitions") != 0) {
-                fail(err, errlen,
-                     "%s: unknown key (the only key allowed here is "
-                     "max.broker.partitions)",
-                     field);
+                ka_error_printf(err, errlen,
+                                "%s: unknown key (the only key allowed here is "
+                                "max.broker.partitions)",
+                                field);
                 return KA_EINVALID;
             }
             if (get_int(inner, field, 0, INT32_MAX, &limit, err, errlen) < 0)
                 return KA_EINVALID;
         }
         if (limit < 0) {
-            fail(err, errlen, "brokers.%s: missing max.broker.partitions", key);
+            ka_error_printf(err, errlen, "brokers.%s: missing max.broker.partitions", key);
             return KA_EINVALID;
         }
         p->overrides[i++].limit = (int32_t)limit;
@@ -227,10 +215,11 @@ static int parse_key(ka_policy_t *p, const char *key, const json_t *v, char *err
     } else if (strcmp(key, "reject.error.code") == 0) {
         CHECK(get_int(v, key, 1, INT16_MAX, &n, err, errlen));
         if (n == 41 || n == 89) {
-            fail(err, errlen,
-                 "reject.error.code: %" PRId64 " is retriable, so clients would retry the "
-                 "rejected request; use 88 or 44 (POLICY_VIOLATION), got %" PRId64,
-                 n, n);
+            ka_error_printf(err, errlen,
+                            "reject.error.code: %" PRId64
+                            " is retriable, so clients would retry the "
+                            "rejected request; use 88 or 44 (POLICY_VIOLATION), got %" PRId64,
+                            n, n);
             return KA_EINVALID;
         }
         p->reject_error_code = (int16_t)n;
@@ -246,12 +235,12 @@ static int parse_key(ka_policy_t *p, const char *key, const json_t *v, char *err
     } else if (strcmp(key, "reservation.expiry.ms") == 0) {
         CHECK(get_int(v, key, 1000, MS_MAX, &p->reservation_expiry_ms, err, errlen));
     } else {
-        fail(err, errlen,
-             "%.60s: unknown key; the known keys are max.broker.partitions, brokers, "
-             "max.partitions, enforcement, reject.error.code, auto.assignment, "
-             "metadata.refresh.interval.ms, metadata.max.staleness.ms, "
-             "metadata.refresh.before.decision.ms and reservation.expiry.ms",
-             key);
+        ka_error_printf(err, errlen,
+                        "%.60s: unknown key; the known keys are max.broker.partitions, brokers, "
+                        "max.partitions, enforcement, reject.error.code, auto.assignment, "
+                        "metadata.refresh.interval.ms, metadata.max.staleness.ms, "
+                        "metadata.refresh.before.decision.ms and reservation.expiry.ms",
+                        key);
         return KA_EINVALID;
     }
     return 0;
@@ -261,24 +250,27 @@ static int parse_key(ka_policy_t *p, const char *key, const json_t *v, char *err
 static int check_relations(const ka_policy_t *p, char *err, size_t errlen)
 {
     if (p->refresh_interval_ms > p->max_staleness_ms) {
-        fail(err, errlen,
-             "metadata.refresh.interval.ms: must not exceed metadata.max.staleness.ms (%" PRId64
-             "), or the view goes stale between refreshes, got %" PRId64,
-             p->max_staleness_ms, p->refresh_interval_ms);
+        ka_error_printf(
+            err, errlen,
+            "metadata.refresh.interval.ms: must not exceed metadata.max.staleness.ms (%" PRId64
+            "), or the view goes stale between refreshes, got %" PRId64,
+            p->max_staleness_ms, p->refresh_interval_ms);
         return KA_EINVALID;
     }
     if (p->refresh_before_decision_ms > p->max_staleness_ms) {
-        fail(err, errlen,
-             "metadata.refresh.before.decision.ms: must not exceed metadata.max.staleness.ms "
-             "(%" PRId64 "), got %" PRId64,
-             p->max_staleness_ms, p->refresh_before_decision_ms);
+        ka_error_printf(
+            err, errlen,
+            "metadata.refresh.before.decision.ms: must not exceed metadata.max.staleness.ms "
+            "(%" PRId64 "), got %" PRId64,
+            p->max_staleness_ms, p->refresh_before_decision_ms);
         return KA_EINVALID;
     }
     if (p->reservation_expiry_ms <= p->max_staleness_ms) {
-        fail(err, errlen,
-             "reservation.expiry.ms: must be greater than metadata.max.staleness.ms (%" PRId64
-             "), or a reservation could expire before any usable view shows it, got %" PRId64,
-             p->max_staleness_ms, p->reservation_expiry_ms);
+        ka_error_printf(
+            err, errlen,
+            "reservation.expiry.ms: must be greater than metadata.max.staleness.ms (%" PRId64
+            "), or a reservation could expire before any usable view shows it, got %" PRId64,
+            p->max_staleness_ms, p->reservation_expiry_ms);
         return KA_EINVALID;
     }
     return 0;
@@ -297,13 +289,13 @@ int ka_policy_parse(const char *json, size_t len, uint64_t version, ka_policy_t 
     *out = NULL;
     root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
     if (root == NULL) {
-        fail(err, errlen, "policy: not valid JSON at line %d, column %d: %s", jerr.line,
-             jerr.column, jerr.text);
+        ka_error_printf(err, errlen, "policy: not valid JSON at line %d, column %d: %s", jerr.line,
+                        jerr.column, jerr.text);
         return KA_EINVALID;
     }
     if (!json_is_object(root)) {
         describe(root, got, sizeof(got));
-        fail(err, errlen, "policy: must be a JSON object, got %s", got);
+        ka_error_printf(err, errlen, "policy: must be a JSON object, got %s", got);
         goto out;
     }
     p = malloc(sizeof(*p));

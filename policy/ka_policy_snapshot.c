@@ -12,20 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void report(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void report(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err == NULL || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static int add_int(json_t *obj, const char *key, json_int_t v)
 {
     return json_object_set_new(obj, key, json_integer(v));
@@ -123,15 +109,17 @@ int ka_policy_with_broker_limit(const ka_policy_t *base, int32_t broker_id, int6
     int rc;
 
     if (broker_id < 0) {
-        report(err, errlen, "brokers.%" PRId32 ": broker id must be between 0 and 2147483647",
-               broker_id);
+        ka_error_printf(err, errlen,
+                        "brokers.%" PRId32 ": broker id must be between 0 and 2147483647",
+                        broker_id);
         return KA_EINVALID;
     }
     if (limit < 0 || limit > INT32_MAX) {
-        report(err, errlen,
-               "brokers.%" PRId32 ".max.broker.partitions: must be an integer between 0 and "
-               "2147483647, got %" PRId64,
-               broker_id, limit);
+        ka_error_printf(err, errlen,
+                        "brokers.%" PRId32
+                        ".max.broker.partitions: must be an integer between 0 and "
+                        "2147483647, got %" PRId64,
+                        broker_id, limit);
         return KA_EINVALID;
     }
     rc = copy_policy(base, version, out);
@@ -171,9 +159,10 @@ int ka_policy_with_default_limit(const ka_policy_t *base, int64_t limit, uint64_
     int rc;
 
     if (limit < 0 || limit > INT32_MAX) {
-        report(err, errlen,
-               "max.broker.partitions: must be an integer between 0 and 2147483647, got %" PRId64,
-               limit);
+        ka_error_printf(
+            err, errlen,
+            "max.broker.partitions: must be an integer between 0 and 2147483647, got %" PRId64,
+            limit);
         return KA_EINVALID;
     }
     rc = copy_policy(base, version, out);

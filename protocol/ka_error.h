@@ -11,6 +11,10 @@
 #ifndef KA_ERROR_H
 #define KA_ERROR_H
 
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+
 #include "ka_error_codes.h"
 
 enum ka_err {
@@ -26,5 +30,22 @@ enum ka_err {
 
 /* A short, static description of a ka_err code ("frame truncated", ...). */
 const char *ka_strerror(int err);
+
+/*
+ * Fills a caller's error buffer (err may be NULL or errlen 0) with a sentence.
+ * Inline so that modules which take only protocol/'s headers can use it.
+ */
+static inline void ka_error_printf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline void ka_error_printf(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL || errlen == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
 
 #endif
