@@ -23,3 +23,8 @@ ka_unit_test(test_control_ledger_state
   SOURCES ${KA_CONTROL_TEST_DIR}/test_ledger_state.c LIBS ka_control_core)
 ka_unit_test(test_control_ledger_claims
   SOURCES ${KA_CONTROL_TEST_DIR}/test_ledger_claims.c LIBS ka_control_core)
+
+# The control fuzz target's replay binary replays the seed corpus in ordinary builds.
+if(NOT KADMIT_FUZZ)
+  include(${CMAKE_CURRENT_LIST_DIR}/../fuzz/control.cmake)
+endif()

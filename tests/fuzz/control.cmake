@@ -1,0 +1,7 @@
+# control/ fuzz target: the ledger's and the limits topic's records, as read back
+# from Kafka. Seeds in corpus/fuzz_control_records/.
+include(${CMAKE_CURRENT_LIST_DIR}/ka_fuzz.cmake)
+if(TARGET ka_control_core)
+  ka_fuzz(fuzz_control_records SOURCES ${KA_FUZZ_DIR}/control/fuzz_control_records.c
+          LIBS ka_control_core)
+endif()
