@@ -44,7 +44,9 @@ integration() { # build dir
 run_stage() {
     case "$1" in
     deps) scripts/deps.sh ;;
-    kafka) tests/kafka/fetch.sh ;;
+    kafka) # the pinned Kafka for the integration tests, and the pinned kafka-clients jar whose
+           # specs the generated codecs come from (ctest checks them in the unit stages)
+        tests/kafka/fetch.sh && sh protocol/gen/fetch-specs.sh ;;
     build)
         cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
         cmake --build build ;;

@@ -32,15 +32,12 @@ API_ALTER_PARTITION_REASSIGNMENTS = 45
 
 
 def decoded_max_versions() -> dict[int, int]:
-    """{api_key: max version kadmit decodes}, from the generated request headers."""
-    out = {}
-    for h in sorted((REPO_ROOT / "protocol" / "generated").glob("ka_*_request.h")):
-        src = h.read_text()
-        key = re.search(r"#define KA_\w+_REQUEST_API_KEY\s+(\d+)", src)
-        top = re.search(r"#define KA_\w+_REQUEST_MAX_VERSION\s+(\d+)", src)
-        if key and top:
-            out[int(key.group(1))] = int(top.group(1))
-    assert out, "no generated request headers found under protocol/generated"
+    """{api_key: max version kadmit decodes}, from the generated ka_decoded_max_version()."""
+    src = (REPO_ROOT / "protocol" / "generated" / "ka_api_table.c").read_text()
+    body = src[src.index("int16_t ka_decoded_max_version(int16_t api_key)"):]
+    body = body[:body.index("default:")]
+    out = {int(k): int(v) for k, v in re.findall(r"case (\d+):\s+return (\d+);", body)}
+    assert out, "no decoded versions found in protocol/generated/ka_api_table.c"
     return out
 
 
