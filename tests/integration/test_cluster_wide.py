@@ -126,8 +126,23 @@ class CW:
         assert t["error"] == 0 and t["partitions"], f"no ledger topic: {t}"
         return t["partitions"][0]["leader"]
 
+    def ledger_write(self, key: str, record: dict) -> None:
+        """Appends one record to the ledger with kcat, straight to the brokers."""
+        clients.run([clients.KCAT, "-P", "-b", self.c.direct_bootstrap, "-t", LEDGER, "-p", "0",
+                     "-K", "|", "-X", "acks=all"], input_=f"{key}|{json.dumps(record)}\n".encode(),
+                    timeout=60)
+
+    def wait_reserved(self, sidecar: int, reserved: dict[int, int], timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            got = {b: v["reserved"] for b, v in self.admin_brokers(sidecar).items()}
+            if got == reserved:
+                return
+            assert time.monotonic() < deadline, f"kadmit {sidecar} reserves {got}, not {reserved}"
+            time.sleep(0.1)
+
     # -- limits
-    def settle(self, sidecars: list[int], timeout: float = 30.0) -> dict[int, int]:
+    def settle(self, sidecars: list[int], timeout: float = 45.0) -> dict[int, int]:
         """Waits until every sidecar's view shows the brokers' counts and holds no
         reservation; returns those counts."""
         deadline = time.monotonic() + timeout
@@ -421,19 +436,33 @@ def test_create_partitions_right_after_create_is_judged(cw: CW):
 # --- 7. a restarted sidecar rebuilds its state from the ledger --------------------------------------
 
 def test_restarted_sidecar_counts_intents_admitted_before_it_restarted(cw: CW):
-    """Sidecar 3 restarts right after sidecar 1 admitted creates: afterwards it counts them, so
-    exactly the rest of the headroom is admitted through it."""
+    """Sidecar 3 restarts right after two intents were admitted elsewhere: a real create through
+    sidecar 1, and one whose topic never reached the brokers (its sidecar went away before
+    forwarding; written here into the ledger with kcat). Only the ledger knows the second, yet
+    the restarted sidecar counts it, until its outcome says "released"."""
     limits = cw.set_headroom(4)
-    pre, post = [uniq(f"pre{k}") for k in range(2)], [uniq(f"post{k}") for k in range(3)]
-    for n in pre:
-        assert cw.create(1, n) == (0, None)
+    ghost, real = uniq("ghost"), uniq("real")
+    deltas = [[b, 1] for b in sorted(limits)]
+    cw.ledger_write("cw-ghost", {"type": "intent", "sidecar": "cw-ghost", "seq": 1,
+                                 "ts": int(time.time() * 1000),
+                                 "items": [{"kind": "partitions", "topic": ghost,
+                                            "partition_count": 1, "partition": -1, "replicas": [],
+                                            "new_partitions": 1, "deltas": deltas}]})
+    assert cw.create(1, real) == (0, None)
     s3 = cw.sc[3]
     s3.stop()
     cw.spawn(s3)
+    cw.wait_reserved(3, {b: 1 for b in limits})
+    post = [uniq(f"post{k}") for k in range(3)]
     results = [cw.create(3, n) for n in post]
     assert [code for code, _ in results[:2]] == [0, 0], results
     assert is_limit_rejection(*results[2]), results
-    cw.wait_topics(pre + post[:2])
+    cw.ledger_write("cw-ghost", {"type": "outcome", "sidecar": "cw-ghost", "seq": 1,
+                                 "items": ["released"]})
+    cw.wait_reserved(3, {b: 0 for b in limits})
+    assert cw.create(3, post[2]) == (0, None)  # the ghost's share is free again
+    cw.wait_topics([real, *post])
+    assert cw.partitions(ghost) is None
     counts = cw.assert_within(limits)
     assert counts == limits
     # kcat still produces and consumes through the restarted sidecar's broker
