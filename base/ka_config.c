@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ka_error.h"
 
@@ -270,6 +271,65 @@ static int set_policy_watch(ka_config_t *c, const char *v, char *e, size_t n)
     return 0;
 }
 
+static int set_ledger(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
+        snprintf(e, n, "expected on or off");
+        return KA_EINVALID;
+    }
+    c->ledger = strcmp(v, "on") == 0;
+    return 0;
+}
+
+static int set_ledger_topic(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    size_t len = strlen(v);
+    if (len == 0 || len >= sizeof(c->ledger_topic) || strcmp(v, ".") == 0 || strcmp(v, "..") == 0 ||
+        strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "0123456789._-") != len) {
+        snprintf(e, n, "expected a Kafka topic name: 1 to 249 of a-z A-Z 0-9 . _ -");
+        return KA_EINVALID;
+    }
+    memcpy(c->ledger_topic, v, len + 1);
+    return 0;
+}
+
+static int set_ledger_bootstrap(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_broker_address(&c->ledger_bootstrap, v, e, n);
+}
+
+/* Milliseconds in [min, max]. */
+static int set_ms(uint32_t *field, uint64_t min, uint64_t max, const char *v, char *e, size_t n)
+{
+    uint64_t x;
+    int rc = parse_count(v, min, max, &x, e, n);
+    if (rc == 0)
+        *field = (uint32_t)x;
+    return rc;
+}
+
+static int set_ledger_timeout(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_ms(&c->ledger_timeout_ms, 100, 600000, v, e, n);
+}
+
+static int set_ledger_ttl(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_ms(&c->ledger_intent_ttl_ms, 1000, 86400000, v, e, n);
+}
+
+static int set_sidecar_id(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    size_t len = strlen(v);
+    if (len == 0 || len >= sizeof(c->sidecar_id)) {
+        snprintf(e, n, "expected 1 to %zu characters", sizeof(c->sidecar_id) - 1);
+        return KA_EINVALID;
+    }
+    memcpy(c->sidecar_id, v, len + 1);
+    return 0;
+}
+
 static const option_t options[] = {
     {"listen", "KADMIT_LISTEN", set_listen, "HOST:PORT",
      "where Kafka clients connect (default 0.0.0.0:9092)"},
@@ -328,6 +388,18 @@ static const option_t options[] = {
      "SASL user of the metadata connection"},
     {"metadata-sasl-password-file", "KADMIT_METADATA_SASL_PASSWORD_FILE", set_sasl_password_file,
      "FILE", "its password (or env KADMIT_METADATA_SASL_PASSWORD)"},
+    {"ledger", "KADMIT_LEDGER", set_ledger, "on|off",
+     "decide in the order of the cluster-wide ledger topic (default on with --policy)"},
+    {"ledger-topic", "KADMIT_LEDGER_TOPIC", set_ledger_topic, "TOPIC",
+     "the ledger topic, created when missing (default __kadmit_ledger)"},
+    {"ledger-bootstrap", "KADMIT_LEDGER_BOOTSTRAP", set_ledger_bootstrap, "HOST:PORT",
+     "broker the ledger client bootstraps from (default: the metadata upstream)"},
+    {"ledger-timeout-ms", "KADMIT_LEDGER_TIMEOUT_MS", set_ledger_timeout, "MS",
+     "fail a decision whose intent is not read back in time (default 5000)"},
+    {"ledger-intent-ttl-ms", "KADMIT_LEDGER_INTENT_TTL_MS", set_ledger_ttl, "MS",
+     "an intent counts at most this long; above the view staleness (default 120000)"},
+    {"sidecar-id", "KADMIT_SIDECAR_ID", set_sidecar_id, "ID",
+     "this sidecar's name in the ledger (default hostname:listen port)"},
     {"check-policy", NULL, set_check_policy, "FILE", "validate a policy file and exit"},
     {"help", NULL, NULL, NULL, "print this help and exit"},
     {"version", NULL, NULL, NULL, "print the version and exit"},
@@ -352,6 +424,10 @@ void ka_config_defaults(ka_config_t *cfg)
     cfg->admin.port = 9644;
     cfg->upstream_verify = 1;
     cfg->tls_client_auth = -1; /* decided by check_combinations */
+    cfg->ledger = -1;          /* decided by check_combinations */
+    snprintf(cfg->ledger_topic, sizeof(cfg->ledger_topic), "__kadmit_ledger");
+    cfg->ledger_timeout_ms = 5000;
+    cfg->ledger_intent_ttl_ms = 120000;
 }
 
 /* Settings that only make sense together. */
@@ -375,6 +451,14 @@ static int check_combinations(ka_config_t *c, char *err, size_t errlen)
     if (c->metadata_sasl_mechanism[0] != '\0' && c->metadata_sasl_username[0] == '\0') {
         snprintf(err, errlen, "--metadata-sasl-mechanism needs --metadata-sasl-username");
         return KA_EINVALID;
+    }
+    if (c->ledger < 0)
+        c->ledger = c->policy_path[0] != '\0';
+    if (c->sidecar_id[0] == '\0') {
+        char host[200] = "";
+        if (gethostname(host, sizeof(host) - 1) < 0 || host[0] == '\0')
+            snprintf(host, sizeof(host), "kadmit");
+        snprintf(c->sidecar_id, sizeof(c->sidecar_id), "%s:%u", host, (unsigned)c->listen.port);
     }
     return 0;
 }

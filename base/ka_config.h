@@ -54,6 +54,13 @@ typedef struct ka_config {
     char metadata_sasl_mechanism[32];
     char metadata_sasl_username[256];
     char metadata_sasl_password_file[4096];
+    /* The cluster-wide admission ledger (control/ka_ledger.h). */
+    int ledger;                     /* --ledger on|off; on by default when --policy is given */
+    char ledger_topic[250];         /* --ledger-topic (default __kadmit_ledger) */
+    ka_hostport_t ledger_bootstrap; /* --ledger-bootstrap; unset = the metadata upstream */
+    uint32_t ledger_timeout_ms;     /* --ledger-timeout-ms: an intent not read back by then fails */
+    uint32_t ledger_intent_ttl_ms;  /* --ledger-intent-ttl-ms: intents count this long at most */
+    char sidecar_id[256];           /* --sidecar-id (default hostname:listen port) */
 } ka_config_t;
 
 /* What ka_config_parse asks the caller to do besides running. */

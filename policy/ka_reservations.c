@@ -24,6 +24,7 @@ struct ka_reservation {
     ka_broker_delta_t *deltas;
     size_t delta_count;
     int64_t expires_at_ms;
+    uint64_t order; /* ledger offset of its announcement, or KA_RESERVATION_UNORDERED */
 };
 
 struct ka_broker_total {
@@ -125,7 +126,8 @@ static void *copy(const void *src, size_t size)
     return p;
 }
 
-int ka_reservations_add(ka_reservations_t *l, const ka_reservation_spec_t *s, uint64_t *id)
+static int add_entry(ka_reservations_t *l, const ka_reservation_spec_t *s, uint64_t id,
+                     uint64_t order)
 {
     struct ka_reservation e = {0};
 
@@ -140,7 +142,8 @@ int ka_reservations_add(ka_reservations_t *l, const ka_reservation_spec_t *s, ui
         l->entries = p;
         l->capacity = cap;
     }
-    e.id = l->next_id;
+    e.id = id;
+    e.order = order;
     e.kind = s->kind;
     e.topic = copy(s->topic.ptr, (size_t)s->topic.len);
     e.topic_len = (size_t)s->topic.len;
@@ -159,7 +162,87 @@ int ka_reservations_add(ka_reservations_t *l, const ka_reservation_spec_t *s, ui
     }
     apply(l, &e, 1);
     l->entries[l->count++] = e;
+    return 0;
+}
+
+int ka_reservations_add(ka_reservations_t *l, const ka_reservation_spec_t *s, uint64_t *id)
+{
+    int rc = add_entry(l, s, l->next_id, KA_RESERVATION_UNORDERED);
+
+    if (rc < 0)
+        return rc;
     *id = l->next_id++;
+    return 0;
+}
+
+static struct ka_reservation *find(const ka_reservations_t *l, uint64_t id)
+{
+    for (size_t i = 0; i < l->count; i++) {
+        if (l->entries[i].id == id)
+            return &l->entries[i];
+    }
+    return NULL;
+}
+
+int ka_reservations_set_order(ka_reservations_t *l, uint64_t id, uint64_t order)
+{
+    struct ka_reservation *e = find(l, id);
+
+    if (e == NULL)
+        return KA_EINVALID;
+    e->order = order;
+    return 0;
+}
+
+static void spec_of(const struct ka_reservation *e, ka_reservation_spec_t *s)
+{
+    *s = (ka_reservation_spec_t){.kind = e->kind,
+                                 .topic = {(const uint8_t *)e->topic, (int32_t)e->topic_len},
+                                 .partition_count = e->partition_count,
+                                 .partition = e->partition,
+                                 .replicas = e->replicas,
+                                 .replica_count = e->replica_count,
+                                 .new_partitions = e->new_partitions,
+                                 .deltas = e->deltas,
+                                 .delta_count = e->delta_count,
+                                 .expires_at_ms = e->expires_at_ms};
+}
+
+int ka_reservations_describe(const ka_reservations_t *l, uint64_t id, ka_reservation_spec_t *spec,
+                             uint64_t *order)
+{
+    const struct ka_reservation *e = find(l, id);
+
+    if (e == NULL)
+        return KA_EINVALID;
+    spec_of(e, spec);
+    if (order != NULL)
+        *order = e->order;
+    return 0;
+}
+
+int ka_reservations_copy_before(const ka_reservations_t *src, uint64_t order,
+                                ka_reservations_t **out)
+{
+    ka_reservations_t *dst;
+    int rc = ka_reservations_new(&dst);
+
+    if (rc < 0)
+        return rc;
+    dst->next_id = src->next_id;
+    for (size_t i = 0; i < src->count; i++) {
+        const struct ka_reservation *e = &src->entries[i];
+        ka_reservation_spec_t s;
+
+        if (e->order >= order)
+            continue;
+        spec_of(e, &s);
+        if ((rc = add_entry(dst, &s, e->id, e->order)) < 0) {
+            ka_reservations_free(dst);
+            return rc;
+        }
+    }
+    *out = dst;
     return 0;
 }
 
@@ -172,13 +255,12 @@ static void remove_at(ka_reservations_t *l, size_t i)
 
 int ka_reservations_release(ka_reservations_t *l, uint64_t id)
 {
-    for (size_t i = 0; i < l->count; i++) {
-        if (l->entries[i].id == id) {
-            remove_at(l, i);
-            return 0;
-        }
-    }
-    return KA_EINVALID;
+    struct ka_reservation *e = find(l, id);
+
+    if (e == NULL)
+        return KA_EINVALID;
+    remove_at(l, (size_t)(e - l->entries));
+    return 0;
 }
 
 static bool shown_by(const struct ka_reservation *e, const ka_cluster_t *view)

@@ -15,6 +15,12 @@
  *     that never came back (the client went away) and views that never show
  *     it (the topic was deleted at once).
  *
+ * With the cluster-wide ledger (control/ka_ledger.h) each reservation also
+ * has an order: the offset of the ledger record that announced it, or
+ * KA_RESERVATION_UNORDERED while its record has not been read back yet.
+ * ka_reservations_copy_before() then gives the reservations a decision at
+ * offset O must count: those announced before O.
+ *
  * The ledger is mutable and not thread-safe: one owner (the proxy's loop)
  * calls it, and the engine adds to it while deciding.
  */
@@ -58,6 +64,9 @@ typedef struct ka_reservation_spec {
 
 typedef struct ka_reservations ka_reservations_t;
 
+/* The order of a reservation not (yet) announced in the cluster-wide ledger. */
+#define KA_RESERVATION_UNORDERED UINT64_MAX
+
 int ka_reservations_new(ka_reservations_t **out);
 void ka_reservations_free(ka_reservations_t *ledger);
 
@@ -72,6 +81,23 @@ int ka_reservations_release(ka_reservations_t *ledger, uint64_t id);
 size_t ka_reservations_reconcile(ka_reservations_t *ledger, const ka_cluster_t *view);
 /* Ends every reservation whose expiry is at or before now_ms; returns how many. */
 size_t ka_reservations_expire(ka_reservations_t *ledger, int64_t now_ms);
+
+/* Sets the order of an outstanding reservation; KA_EINVALID when it is not. */
+int ka_reservations_set_order(ka_reservations_t *ledger, uint64_t id, uint64_t order);
+/*
+ * The spec of an outstanding reservation, its order and expiry; pointers
+ * into the ledger stay valid until the reservation ends. KA_EINVALID when
+ * the id is not outstanding.
+ */
+int ka_reservations_describe(const ka_reservations_t *ledger, uint64_t id,
+                             ka_reservation_spec_t *spec, uint64_t *order);
+/*
+ * A new ledger holding a copy of every reservation of src whose order is
+ * below `order` (ids kept). Reservations added to the copy get ids src has
+ * never used, so nothing in the copy can be mistaken for one of src.
+ */
+int ka_reservations_copy_before(const ka_reservations_t *src, uint64_t order,
+                                ka_reservations_t **out);
 
 /* Replicas reserved on a broker by all outstanding reservations. */
 int64_t ka_reservations_broker_replicas(const ka_reservations_t *ledger, int32_t broker_id);

@@ -356,6 +356,50 @@ static void test_tls_and_sasl_flags(void **state)
     unsetenv("KADMIT_METADATA_SASL_PASSWORD");
 }
 
+static void test_ledger_is_on_with_a_policy_unless_turned_off(void **state)
+{
+    (void)state;
+    ka_config_t cfg;
+    const char *plain[] = {"kadmit", "--upstream", "h:1", "--listen", "0.0.0.0:9100"};
+    assert_int_equal(parse(&cfg, 5, plain), KA_CONFIG_RUN);
+    assert_int_equal(cfg.ledger, 0);
+    assert_string_equal(cfg.ledger_topic, "__kadmit_ledger");
+    assert_int_equal(cfg.ledger_timeout_ms, 5000);
+    assert_int_equal(cfg.ledger_intent_ttl_ms, 120000);
+    assert_non_null(strstr(cfg.sidecar_id, ":9100"));
+    const char *policy[] = {"kadmit", "--upstream", "h:1", "--policy", "p.json"};
+    assert_int_equal(parse(&cfg, 5, policy), KA_CONFIG_RUN);
+    assert_int_equal(cfg.ledger, 1);
+    setenv("KADMIT_LEDGER", "off", 1);
+    assert_int_equal(parse(&cfg, 5, policy), KA_CONFIG_RUN);
+    assert_int_equal(cfg.ledger, 0);
+    unsetenv("KADMIT_LEDGER");
+    const char *all[] = {"kadmit",
+                         "--upstream",
+                         "h:1",
+                         "--ledger=on",
+                         "--ledger-topic",
+                         "my.ledger",
+                         "--sidecar-id",
+                         "sc-1",
+                         "--ledger-bootstrap",
+                         "b:9093",
+                         "--ledger-timeout-ms",
+                         "250",
+                         "--ledger-intent-ttl-ms",
+                         "60000"};
+    assert_int_equal(parse(&cfg, 14, all), KA_CONFIG_RUN);
+    assert_int_equal(cfg.ledger, 1);
+    assert_string_equal(cfg.ledger_topic, "my.ledger");
+    assert_string_equal(cfg.sidecar_id, "sc-1");
+    assert_string_equal(cfg.ledger_bootstrap.host, "b");
+    assert_int_equal(cfg.ledger_timeout_ms, 250);
+    assert_int_equal(cfg.ledger_intent_ttl_ms, 60000);
+    const char *bad[] = {"kadmit", "--upstream", "h:1", "--ledger-topic", "no/slash"};
+    assert_true(parse(&cfg, 5, bad) < 0);
+    assert_non_null(strstr(err, "--ledger-topic"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -369,6 +413,7 @@ int main(void)
         cmocka_unit_test_setup(test_admin_token, clear_env),
         cmocka_unit_test_setup(test_help_and_version, clear_env),
         cmocka_unit_test_setup(test_tls_and_sasl_flags, clear_env),
+        cmocka_unit_test_setup(test_ledger_is_on_with_a_policy_unless_turned_off, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

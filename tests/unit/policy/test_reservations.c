@@ -1,7 +1,8 @@
 /*
  * test_reservations.c: the ledger: totals per broker and partitions, and
  * the three ways a reservation ends (broker failure, a view that shows it,
- * expiry).
+ * expiry), and the ledger order: copies of what was announced before an
+ * offset.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -135,6 +136,49 @@ static void test_expiry_is_a_safety_net(void **state)
     ka_reservations_free(l); /* frees outstanding entries */
 }
 
+static void test_copy_before_keeps_only_earlier_announcements(void **state)
+{
+    ka_reservations_t *l = NULL, *before = NULL;
+    uint64_t early, at, late, pending, order = 0, added;
+    ka_reservation_spec_t spec;
+
+    (void)state;
+    OK(ka_reservations_new(&l));
+    early = reserve_topic(l, "early", 1, 100);
+    at = reserve_topic(l, "at", 2, 100);
+    late = reserve_topic(l, "late", 4, 100);
+    pending = reserve_topic(l, "pending", 8, 100);
+    OK(ka_reservations_set_order(l, early, 3));
+    OK(ka_reservations_set_order(l, at, 7));
+    OK(ka_reservations_set_order(l, late, 9));
+    OK(ka_reservations_describe(l, pending, &spec, &order));
+    assert_true(order == KA_RESERVATION_UNORDERED);
+    OK(ka_reservations_copy_before(l, 7, &before));
+    assert_int_equal(ka_reservations_count(before), 1);
+    assert_true(ka_reservations_has_topic(before, S("early")));
+    assert_false(ka_reservations_has_topic(before, S("at")));
+    assert_int_equal(ka_reservations_partitions(before), 1);
+    assert_int_equal(ka_reservations_broker_replicas(before, 1), 2);
+    /* The copy keeps ids and orders, and its own ids are new to l. */
+    OK(ka_reservations_describe(before, early, &spec, &order));
+    assert_int_equal(order, 3);
+    assert_int_equal(spec.partition_count, 1);
+    added = reserve_topic(before, "other", 1, 100);
+    assert_true(added != early && added != at && added != late && added != pending);
+    assert_int_equal(ka_reservations_release(l, added), KA_EINVALID);
+    /* The source is untouched. */
+    assert_int_equal(ka_reservations_count(l), 4);
+    assert_int_equal(ka_reservations_partitions(l), 15);
+    ka_reservations_free(before);
+    OK(ka_reservations_copy_before(l, KA_RESERVATION_UNORDERED, &before));
+    assert_int_equal(ka_reservations_count(before), 3);
+    assert_false(ka_reservations_has_topic(before, S("pending")));
+    ka_reservations_free(before);
+    assert_int_equal(ka_reservations_set_order(l, 999, 1), KA_EINVALID);
+    assert_int_equal(ka_reservations_describe(l, 999, &spec, NULL), KA_EINVALID);
+    ka_reservations_free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -142,6 +186,7 @@ int main(void)
         cmocka_unit_test(test_a_view_that_shows_the_topic_ends_its_reservation),
         cmocka_unit_test(test_a_reassignment_ends_when_the_targets_are_listed),
         cmocka_unit_test(test_expiry_is_a_safety_net),
+        cmocka_unit_test(test_copy_before_keeps_only_earlier_announcements),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
