@@ -20,6 +20,13 @@
  * order and marks the items the broker failed, whose reservations the
  * caller releases.
  *
+ * ka_adm_request() is the one-call form of the steps below, which a
+ * cluster-wide ledger runs apart: ka_adm_decode, ka_adm_judge (phase 1,
+ * against the local view and reservations), then optionally
+ * ka_adm_rejudge (phase 2, against only the intents ordered earlier) or
+ * ka_adm_reject_all, and ka_adm_finish. Each API is one descriptor in
+ * ka_admission_apis.c; the path in ka_admission.c is written once.
+ *
  * No I/O and no clock: frames in, frames out (malloc'd, size prefix
  * included), so everything here is unit-tested with byte arrays.
  */
@@ -31,7 +38,7 @@
 #include <stdint.h>
 
 #include "ka_cluster.h"
-#include "ka_metrics.h"
+#include "ka_adm_kinds.h"
 #include "ka_policy.h"
 #include "ka_reservations.h"
 
@@ -44,7 +51,10 @@ typedef struct ka_adm_ctx {
     int64_t now_ms;
     uint64_t seed;
     bool want_fresh_view; /* the view should be refreshed before deciding */
-    size_t max_frame;     /* cap on frames written */
+    /* An item about a topic, partition or broker the view does not know may
+     * wait for a fresher view (action WAIT) instead of being rejected. */
+    bool may_wait_for_view;
+    size_t max_frame; /* cap on frames written */
 } ka_adm_ctx_t;
 
 /* One item of a request, in request order, kept until the response. */
@@ -80,7 +90,7 @@ typedef struct ka_adm_outcome {
     enum ka_adm_api api;
     int16_t api_version;
     enum ka_adm_decision decision;
-    enum ka_adm_reason reason;
+    enum ka_reason reason; /* of the first rejected (else audited) item */
     size_t items, admitted, rejected, audited, placed, deferred_to_broker;
     bool decided;            /* the engine was asked (counts a decision) */
     bool auto_create_denied; /* Metadata forwarded with the flag cleared */
@@ -107,11 +117,66 @@ void ka_adm_outcome_release(ka_adm_outcome_t *out);
 int ka_adm_response(ka_adm_pending_t *p, const uint8_t *frame, size_t len, size_t max_frame,
                     uint8_t **out, size_t *out_len);
 
-/* ka_engine_view_needs_refresh / _is_stale, for callers that cannot include ka_engine.h. */
+/* --- the steps of ka_adm_request, for a two-phase (ledger) decision ------ */
+
+typedef struct ka_adm_req ka_adm_req_t; /* a decoded request and its items' verdicts */
+
+/*
+ * Decodes `frame` (size prefix included; the request keeps its own copy).
+ * On version refusal or decode error, or when there is nothing to judge,
+ * fills *early (action CLOSE or FORWARD; ANSWER for an undecodable
+ * AlterPartitionReassignments, which has a top-level error) and sets
+ * *out = NULL. Returns 0 or KA_ENOMEM.
+ */
+int ka_adm_decode(const ka_adm_ctx_t *ctx, const uint8_t *frame, size_t len, ka_adm_req_t **out,
+                  ka_adm_outcome_t *early);
+/*
+ * Phase 1: one verdict per item, reserving admitted items into
+ * ctx->ledger; place mode fixes each placed item's assignment inside req.
+ * Returns with ka_adm_req_wants_view(req) true, having reserved nothing,
+ * when ctx->want_fresh_view is set, or when ctx->may_wait_for_view is set
+ * and an item names a topic, partition or broker the view does not know.
+ */
+int ka_adm_judge(ka_adm_req_t *req, const ka_adm_ctx_t *ctx);
+bool ka_adm_req_wants_view(const ka_adm_req_t *req);
+/* The reservation ids of the admitted items (in ctx->ledger of the last
+ * judge or rejudge call), in item order; returns how many there are. */
+size_t ka_adm_req_reservations(const ka_adm_req_t *req, uint64_t *ids, size_t cap);
+/*
+ * Phase 2: re-checks every item admitted by judge against ctx (whose
+ * ledger holds only the earlier intents), keeping the assignment judge
+ * chose, reserving into ctx->ledger again (ka_adm_req_reservations then
+ * lists these new ids; the entries judge made stay the caller's to
+ * release). An item that no longer fits becomes a rejection with
+ * `reason_if_rejected` and a KIP-578 message; audit mode admits it flagged.
+ * Items judge rejected stay rejected. Returns 0 or KA_ENOMEM.
+ */
+int ka_adm_rejudge(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, enum ka_reason reason_if_rejected);
+/*
+ * Rejects every admitted item that takes capacity with `reason` and
+ * `message` (e.g. the ledger is unreachable), releasing its reservation in
+ * ctx->ledger; audit mode flags them and lets them go. Items that take
+ * nothing (a cancelled reassignment, an existing topic) stay admitted.
+ */
+void ka_adm_reject_all(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, enum ka_reason reason,
+                       const char *message);
+/* Builds the action (FORWARD / REWRITE / ANSWER, or WAIT when the request
+ * wants a view) and `pending` from the current verdicts. Returns 0 or
+ * KA_ENOMEM (out then says CLOSE). */
+int ka_adm_finish(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t *out);
+void ka_adm_req_free(ka_adm_req_t *req);
+
+/* ka_engine_view_needs_refresh, for callers that cannot include ka_engine.h. */
 bool ka_adm_view_needs_refresh(const ka_policy_t *policy, const ka_cluster_t *view, int64_t now_ms);
-bool ka_adm_view_is_stale(const ka_policy_t *policy, const ka_cluster_t *view, int64_t now_ms);
 
 /* Which admission API an api_key is, or -1. */
 int ka_adm_api_of(int16_t api_key);
+
+/*
+ * Invariant 4, in one place for the relay and the admission path: true when
+ * api_key is an admission API and version is outside what kadmit decodes,
+ * with the sentence for logs and the close reason in why.
+ */
+bool ka_adm_version_refused(int16_t api_key, int16_t version, char *why, size_t cap);
 
 #endif

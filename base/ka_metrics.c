@@ -62,6 +62,15 @@ static const metric_row_t rows[] = {
     ROW(adm_deferred, "counter", "Admission decisions that waited for a metadata refresh."),
     ROW(adm_reservations_released, "counter",
         "Reservations released because the broker reported an error."),
+    /* The cluster-wide ledger. */
+    ROW(ledger_appends, "counter", "Records appended to the ledger (intents and outcomes)."),
+    ROW(ledger_round_trip_ms_sum, "counter",
+        "Milliseconds from appending an intent to reading it back, summed."),
+    ROW(ledger_round_trips, "counter", "Intents read back from the ledger."),
+    ROW(ledger_failures, "counter", "Intents not written or not read back within the timeout."),
+    ROW(ledger_records_malformed, "counter", "Ledger records refused when read back."),
+    ROW(ledger_connected, "gauge", "1 while ledger appends and reads succeed."),
+    ROW(ledger_intents_live, "gauge", "Ledger intents of all sidecars that still count."),
     ROW(metadata_refreshes, "counter", "Cluster views built by the metadata client."),
     ROW(metadata_refresh_failures, "counter", "Metadata refresh attempts that failed."),
 };
@@ -79,10 +88,21 @@ const char *ka_adm_decision_name(enum ka_adm_decision d)
     return (unsigned)d < KA_ADM_D_COUNT ? names[d] : "?";
 }
 
-const char *ka_adm_reason_name(enum ka_adm_reason r)
+const char *ka_adm_reason_name(enum ka_reason r)
 {
-    static const char *names[] = {"none", "limit", "stale"};
-    return (unsigned)r < KA_ADM_R_COUNT ? names[r] : "?";
+    /* "limit" and "stale" keep the label values dashboards already use. */
+    static const char *names[KA_REASON_COUNT] = {
+        [KA_REASON_NONE] = "none",
+        [KA_REASON_BROKER_LIMIT] = "limit",
+        [KA_REASON_STALE_VIEW] = "stale",
+        [KA_REASON_NO_VIEW] = "no_view",
+        [KA_REASON_MAX_PARTITIONS] = "max_partitions",
+        [KA_REASON_UNKNOWN_TOPIC] = "unknown_topic",
+        [KA_REASON_UNKNOWN_BROKER] = "unknown_broker",
+        [KA_REASON_LEDGER_UNAVAILABLE] = "ledger_unavailable",
+        [KA_REASON_CONCURRENT] = "concurrent",
+    };
+    return (unsigned)r < KA_REASON_COUNT ? names[r] : "?";
 }
 
 typedef struct out {
@@ -126,7 +146,7 @@ long ka_metrics_render(const ka_metrics_t *m, ka_pool_t *pool, char *buf, size_t
     int header = 0;
     for (int a = 0; a < KA_ADM_API_COUNT && !o.overflow; a++) {
         for (int d = 0; d < KA_ADM_D_COUNT; d++) {
-            for (int r = 0; r < KA_ADM_R_COUNT; r++) {
+            for (int r = 0; r < KA_REASON_COUNT; r++) {
                 uint64_t x = m->adm_decisions[a][d][r];
                 if (x == 0)
                     continue;

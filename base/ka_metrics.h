@@ -11,30 +11,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ka_adm_kinds.h"
 #include "ka_pool.h"
 
-/* Admission counters are labelled by API, decision and reason. */
-enum ka_adm_api {
-    KA_ADM_CREATE_TOPICS = 0,
-    KA_ADM_CREATE_PARTITIONS,
-    KA_ADM_REASSIGN,
-    KA_ADM_METADATA,
-    KA_ADM_API_COUNT
-};
-enum ka_adm_decision {
-    KA_ADM_D_ADMIT = 0, /* forwarded unchanged */
-    KA_ADM_D_REWRITE,   /* forwarded with kadmit's assignment (place mode) */
-    KA_ADM_D_PARTIAL,   /* some items rejected, the rest forwarded and merged */
-    KA_ADM_D_REJECT,    /* every item rejected, answered locally */
-    KA_ADM_D_AUDIT,     /* audit mode: forwarded, enforce would have rejected */
-    KA_ADM_D_COUNT
-};
-enum ka_adm_reason { KA_ADM_R_NONE = 0, KA_ADM_R_LIMIT, KA_ADM_R_STALE, KA_ADM_R_COUNT };
+/* Admission counters are labelled by API, decision and reason (ka_adm_kinds.h). */
 #define KA_ADM_VERSION_SLOTS 16 /* decode errors of versions >= 15 share the last slot */
 
 const char *ka_adm_api_name(enum ka_adm_api api);
 const char *ka_adm_decision_name(enum ka_adm_decision d);
-const char *ka_adm_reason_name(enum ka_adm_reason r);
+const char *ka_adm_reason_name(enum ka_reason r);
 
 typedef struct ka_metrics {
     uint64_t connections_accepted; /* client connections taken by the listener */
@@ -69,12 +54,20 @@ typedef struct ka_metrics {
     uint64_t frames_stalled;          /* idle timeouts with a request frame half sent */
     uint64_t unknown_api_keys;        /* requests with an API key not in the specs */
     /* Admission (only with --policy). */
-    uint64_t adm_decisions[KA_ADM_API_COUNT][KA_ADM_D_COUNT][KA_ADM_R_COUNT];
+    uint64_t adm_decisions[KA_ADM_API_COUNT][KA_ADM_D_COUNT][KA_REASON_COUNT];
     uint64_t adm_decode_errors[KA_ADM_API_COUNT][KA_ADM_VERSION_SLOTS];
     uint64_t adm_version_refused[KA_ADM_API_COUNT]; /* above what kadmit decodes: closed */
     uint64_t adm_auto_create_denials;   /* Metadata forwarded with auto-creation cleared */
     uint64_t adm_deferred;              /* decisions that waited for a metadata refresh */
     uint64_t adm_reservations_released; /* released because the broker reported an error */
+    /* The cluster-wide ledger (only with --ledger on). */
+    uint64_t ledger_appends;            /* records appended (intents and outcomes) */
+    uint64_t ledger_round_trip_ms_sum;  /* from appending an intent to reading it back */
+    uint64_t ledger_round_trips;        /* intents read back */
+    uint64_t ledger_failures;           /* intents not written or not read back in time */
+    uint64_t ledger_records_malformed;  /* records read back and refused */
+    uint64_t ledger_connected;          /* gauge: 1 while appends and reads succeed */
+    uint64_t ledger_intents_live;       /* gauge: intents that still count */
     uint64_t metadata_refreshes;        /* cluster views built */
     uint64_t metadata_refresh_failures; /* refresh attempts that failed */
 } ka_metrics_t;

@@ -1,5 +1,14 @@
 /*
  * ka_admission_hook.c: the admission runtime (see ka_admission_hook.h).
+ *
+ * With --ledger on, a decision that admits anything runs in two phases
+ * (ka_ledger.h): phase 1 judges against the view and every reservation
+ * known (the mirror: all live intents of all sidecars, own in-flight ones
+ * included), appends an intent for the admitted items and DEFERs; when the
+ * intent is read back at offset O, phase 2 judges those items again
+ * against the view and only the intents ordered before O, keeping phase
+ * 1's placement, and the request goes on. The broker's answer is recorded
+ * as an outcome. A decision that admits nothing never touches the ledger.
  */
 #include "ka_admission_hook.h"
 
@@ -8,6 +17,8 @@
 #include <string.h>
 
 #include "ka_admission.h"
+#include "ka_ledger.h"
+#include "ka_ledger_claims.h"
 #include "ka_log.h"
 #include "ka_metadata_client.h"
 #include "ka_protocol.h"
@@ -17,12 +28,37 @@ typedef struct waiter {
     void *arg;
 } waiter_t;
 
+/* A decision between its two phases: its intent is in the ledger. */
+typedef struct ledger_wait {
+    struct ledger_wait *next;
+    const uint8_t *frame;    /* the held frame: how the resumed call finds its wait */
+    void (*wake)(void *arg); /* the relay's, bound by defer_cb */
+    void *arg;
+    ka_adm_req_t *req;         /* judged once (phase 1) */
+    ka_ledger_claims_t claims; /* phase 1's reservations, announced in the intent */
+    uint64_t seq;              /* the intent */
+    int done;                  /* the ledger answered: status, order */
+    enum ka_ledger_status status;
+    uint64_t order;
+} ledger_wait_t;
+
+/* What a forwarded request keeps until its response. */
+typedef struct hook_state {
+    ka_adm_pending_t *pending;
+    int outcome_due; /* claims and seq name an intent whose outcome is not written yet */
+    uint64_t seq;
+    ka_ledger_claims_t claims;
+} hook_state_t;
+
 struct ka_admission {
     ka_server_t *srv;
-    ka_policy_t *policy; /* the active policy: the one pointer a reload swaps */
-    ka_cluster_t *view;  /* NULL until the first refresh */
-    ka_reservations_t *ledger;
+    ka_policy_t *policy;       /* the active policy: the one pointer a reload swaps */
+    ka_cluster_t *view;        /* NULL until the first refresh */
+    ka_reservations_t *ledger; /* with the ledger on: the mirror of every live intent */
     ka_mdc_t *mdc;
+    ka_ledger_t *ledger_client; /* NULL with --ledger off */
+    ledger_wait_t *ledger_waits;
+    ledger_wait_t *just_deferred; /* the wait on_request made; defer_cb binds it */
     waiter_t *waiters;
     size_t nwaiters, capwaiters;
     uint64_t seed;
@@ -67,6 +103,8 @@ static void on_view(void *arg, ka_cluster_t *view, const char *error)
                      ka_cluster_broker_defaults(view)->default_replication_factor),
                KA_KI("reservations_reconciled", reconciled), KA_KI("reservations_expired", expired),
                KA_KI("reservations_outstanding", ka_reservations_count(a->ledger)));
+        if (a->ledger_client != NULL)
+            ka_ledger_on_view(a->ledger_client, view);
     } else {
         ka_reservations_expire(a->ledger, now);
         ka_log(KA_LOG_WARN, "cluster view refresh failed", KA_KS("error", error),
@@ -78,6 +116,12 @@ static void on_view(void *arg, ka_cluster_t *view, const char *error)
 static int defer_cb(void *user, void (*wake)(void *arg), void *arg)
 {
     ka_admission_t *a = user;
+    if (a->just_deferred != NULL) { /* waits for the ledger, not for a view */
+        a->just_deferred->wake = wake;
+        a->just_deferred->arg = arg;
+        a->just_deferred = NULL;
+        return 0;
+    }
     /* The broker is unreachable: do not wait out the backoff, decide now
      * (against a view that may be stale: the engine then fails closed). */
     if (ka_mdc_down(a->mdc))
@@ -96,9 +140,51 @@ static int defer_cb(void *user, void (*wake)(void *arg), void *arg)
     return 0;
 }
 
+static ledger_wait_t *take_wait(ka_admission_t *a, const uint8_t *frame, void *arg)
+{
+    for (ledger_wait_t **pp = &a->ledger_waits; *pp != NULL; pp = &(*pp)->next) {
+        ledger_wait_t *w = *pp;
+        if ((frame != NULL && w->frame == frame) || (arg != NULL && w->arg == arg)) {
+            *pp = w->next;
+            return w;
+        }
+    }
+    return NULL;
+}
+
+static void write_outcome(ka_admission_t *a, uint64_t seq, const ka_ledger_claims_t *c)
+{
+    if (a->ledger_client != NULL &&
+        ka_ledger_append_outcome(a->ledger_client, seq, c->admitted, c->n) < 0)
+        ka_log(KA_LOG_WARN, "ledger outcome not written; the intent expires instead",
+               KA_KI("seq", seq));
+}
+
+/* Ends a wait whose request went away or failed: nothing of it is admitted. */
+static void wait_free(ka_admission_t *a, ledger_wait_t *w)
+{
+    if (!w->done) {
+        ka_ledger_forget(a->ledger_client, w->seq);
+    } else if (w->status == KA_LEDGER_READ_BACK) {
+        for (size_t k = 0; k < w->claims.n; k++) {
+            ka_reservations_release(a->ledger, w->claims.ids[k]);
+            w->claims.admitted[k] = 0;
+        }
+        write_outcome(a, w->seq, &w->claims);
+    }
+    ka_ledger_claims_free(&w->claims);
+    ka_adm_req_free(w->req);
+    free(w);
+}
+
 static void cancel_cb(void *user, void *arg)
 {
     ka_admission_t *a = user;
+    ledger_wait_t *w = take_wait(a, NULL, arg);
+    if (w != NULL) {
+        wait_free(a, w);
+        return;
+    }
     for (size_t i = 0; i < a->nwaiters; i++) {
         if (a->waiters[i].arg == arg) {
             memmove(&a->waiters[i], &a->waiters[i + 1], (a->nwaiters - i - 1) * sizeof(waiter_t));
@@ -110,8 +196,14 @@ static void cancel_cb(void *user, void *arg)
 
 static void free_state_cb(void *user, void *state)
 {
-    (void)user;
-    ka_adm_pending_free(state);
+    hook_state_t *hs = state;
+    /* The client went away before the broker answered: what was forwarded
+     * counts as admitted until a view shows it or it expires. */
+    if (hs->outcome_due)
+        write_outcome(user, hs->seq, &hs->claims);
+    ka_ledger_claims_free(&hs->claims);
+    ka_adm_pending_free(hs->pending);
+    free(hs);
 }
 
 static void log_decision(const ka_adm_outcome_t *o, int32_t correlation_id, int audit_mode)
@@ -126,90 +218,263 @@ static void log_decision(const ka_adm_outcome_t *o, int32_t correlation_id, int 
            KA_KS("message", o->message[0] ? o->message : NULL));
 }
 
+/* The context of one decision: the policy and view in force now (references taken). */
+static ka_adm_ctx_t decision_ctx(ka_admission_t *a, int resumed)
+{
+    int64_t now = now_ms(a);
+    ka_policy_t *policy = ka_policy_ref(a->policy);
+    ka_cluster_t *view = ka_cluster_ref(a->view);
+    return (ka_adm_ctx_t){.policy = policy,
+                          .view = view,
+                          .ledger = a->ledger,
+                          .now_ms = now,
+                          .seed = ++a->seed * 0x9E3779B97F4A7C15ull ^ (uint64_t)now,
+                          .want_fresh_view =
+                              !resumed && ka_adm_view_needs_refresh(policy, view, now),
+                          /* An item the view does not know waits for one refresh, then
+                           * the resumed decision judges it on what the view shows. */
+                          .may_wait_for_view = !resumed,
+                          .max_frame = a->srv->cfg->max_frame_bytes};
+}
+
+static void ctx_release(ka_adm_ctx_t *ctx)
+{
+    ka_cluster_unref((ka_cluster_t *)ctx->view);
+    ka_policy_unref((ka_policy_t *)ctx->policy);
+}
+
+static int count_decode_error(ka_metrics_t *m, const ka_adm_outcome_t *o)
+{
+    return (int)++m->adm_decode_errors[o->api][o->api_version < KA_ADM_VERSION_SLOTS
+                                                   ? o->api_version
+                                                   : KA_ADM_VERSION_SLOTS - 1];
+}
+
+/*
+ * Turns an outcome into the relay's verdict, logging and counting it. hs
+ * (or a new state) keeps the pending items to the response; an outcome
+ * without pending frees hs.
+ */
+static int apply_outcome(ka_admission_t *a, const ka_frame_header_t *hdr, ka_adm_outcome_t *o,
+                         int audit_mode, hook_state_t *hs, ka_hook_verdict_t *v)
+{
+    ka_metrics_t *m = &a->srv->metrics;
+    switch (o->action) {
+    case KA_ADM_WAIT:
+        v->kind = KA_HOOK_DEFER;
+        ka_log(KA_LOG_DEBUG, "admission waits for a metadata refresh",
+               KA_KS("api", ka_adm_api_name(o->api)), KA_KI("correlation_id", hdr->correlation_id));
+        free(hs);
+        return 0;
+    case KA_ADM_CLOSE:
+        if (o->version_refused)
+            m->adm_version_refused[o->api]++;
+        if (o->decode_error)
+            count_decode_error(m, o);
+        ka_log(KA_LOG_WARN, "admission request refused, closing the connection",
+               KA_KS("api", ka_adm_api_name(o->api)), KA_KI("version", o->api_version),
+               KA_KS("detail", o->message));
+        snprintf(a->reason, sizeof(a->reason), "%s", o->message);
+        v->kind = KA_HOOK_CLOSE;
+        v->reason = a->reason;
+        ka_adm_outcome_release(o);
+        free(hs);
+        return 0;
+    default:
+        break;
+    }
+    if (o->decode_error) { /* answered with an error (AlterPartitionReassignments) */
+        count_decode_error(m, o);
+        ka_log(KA_LOG_WARN, "admission request does not decode, answered with an error",
+               KA_KS("api", ka_adm_api_name(o->api)), KA_KI("version", o->api_version),
+               KA_KS("detail", o->message));
+    }
+    if (o->decided) {
+        m->adm_decisions[o->api][o->decision][o->reason]++;
+        if (o->auto_create_denied)
+            m->adm_auto_create_denials++;
+        log_decision(o, hdr->correlation_id, audit_mode);
+        if (o->auto_create_denied)
+            ka_log(KA_LOG_INFO, "auto-creation denied, forwarding Metadata with the flag cleared",
+                   KA_KI("auto_create_denials", m->adm_auto_create_denials));
+    }
+    if (o->action == KA_ADM_ANSWER || o->action == KA_ADM_REWRITE) {
+        v->kind = o->action == KA_ADM_ANSWER ? KA_HOOK_ANSWER : KA_HOOK_FORWARD;
+        v->bytes = o->bytes;
+        v->len = o->len;
+        v->free_bytes = free;
+        o->bytes = NULL;
+    }
+    if (o->pending != NULL && hs == NULL && (hs = calloc(1, sizeof(*hs))) == NULL) {
+        ka_adm_outcome_release(o);
+        v->kind = KA_HOOK_CLOSE;
+        v->reason = "out of memory deciding admission";
+        return 0;
+    }
+    if (o->pending != NULL) {
+        hs->pending = o->pending;
+        v->state = hs;
+        v->buffer_response = 1;
+        o->pending = NULL;
+    } else {
+        free(hs);
+    }
+    ka_adm_outcome_release(o);
+    return 0;
+}
+
+static void ledger_cb(void *arg, enum ka_ledger_status status, uint64_t order)
+{
+    ledger_wait_t *w = arg;
+    w->done = 1;
+    w->status = status;
+    w->order = order;
+    if (w->wake != NULL)
+        w->wake(w->arg);
+}
+
+static void reject_unavailable(ka_admission_t *a, ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
+{
+    char msg[600];
+    snprintf(msg, sizeof(msg),
+             "Cannot decide on this request: kadmit could not order it with the other sidecars' "
+             "decisions, because its admission ledger (topic %s) did not answer within %u ms. "
+             "It rejects requests that create or move partitions until the ledger is reachable. "
+             "Retry shortly.",
+             a->srv->cfg->ledger_topic, (unsigned)a->srv->cfg->ledger_timeout_ms);
+    ka_adm_reject_all(req, ctx, KA_REASON_LEDGER_UNAVAILABLE, msg);
+}
+
+/*
+ * Phase 2, once the intent was read back at w->order: the admitted items
+ * again, against the view and the intents ordered before. Or, when the
+ * ledger did not answer, every admitted item rejected (audit: flagged).
+ */
+static int ledger_phase2(ka_admission_t *a, ledger_wait_t *w, const ka_frame_header_t *hdr,
+                         ka_hook_verdict_t *v)
+{
+    ka_adm_ctx_t ctx = decision_ctx(a, 1);
+    int audit_mode = ka_policy_enforcement(ctx.policy) == KA_ENFORCEMENT_AUDIT;
+    ka_reservations_t *before = NULL;
+    ka_adm_outcome_t o;
+    int rc = 0, read_back = w->done && w->status == KA_LEDGER_READ_BACK;
+    if (read_back) {
+        if (ctx.view != NULL)
+            ka_reservations_reconcile(a->ledger, ctx.view);
+        rc = ka_reservations_copy_before(a->ledger, w->order, &before);
+        if (rc == 0) {
+            ctx.ledger = before;
+            rc = ka_adm_rejudge(w->req, &ctx, KA_REASON_CONCURRENT);
+        }
+    } else {
+        reject_unavailable(a, w->req, &ctx);
+    }
+    if (rc == 0)
+        rc = ka_adm_finish(w->req, &ctx, &o);
+    ka_reservations_free(before);
+    ctx_release(&ctx);
+    if (rc < 0) {
+        wait_free(a, w);
+        v->kind = KA_HOOK_CLOSE;
+        v->reason = "out of memory deciding admission";
+        return 0;
+    }
+    hook_state_t *hs = NULL;
+    if (read_back) {
+        int forwarded = o.action != KA_ADM_ANSWER && !o.auto_create_denied;
+        ka_ledger_claims_bind(&w->claims, o.pending, forwarded, a->ledger);
+        if (o.pending != NULL && (hs = calloc(1, sizeof(*hs))) != NULL) {
+            hs->outcome_due = 1;
+            hs->seq = w->seq;
+            hs->claims = w->claims;
+            memset(&w->claims, 0, sizeof(w->claims));
+        } else {
+            write_outcome(a, w->seq, &w->claims);
+        }
+    }
+    ka_ledger_claims_free(&w->claims);
+    ka_adm_req_free(w->req);
+    free(w);
+    return apply_outcome(a, hdr, &o, audit_mode, hs, v);
+}
+
+/*
+ * Phase 1 with the ledger on. Returns 1 when the request now waits for its
+ * intent (v says DEFER), 0 when *o holds the final outcome.
+ */
+static int ledger_phase1(ka_admission_t *a, const uint8_t *frame, size_t len, ka_adm_ctx_t *ctx,
+                         ka_adm_outcome_t *o, int *rc)
+{
+    ka_adm_req_t *req = NULL;
+    if ((*rc = ka_adm_decode(ctx, frame, len, &req, o)) < 0 || req == NULL)
+        return 0;
+    if ((*rc = ka_adm_judge(req, ctx)) < 0)
+        goto done;
+    size_t n = ka_adm_req_wants_view(req) ? 0 : ka_adm_req_reservations(req, NULL, 0);
+    if (n == 0) /* nothing admitted takes capacity: the ledger is not touched */
+        goto finish;
+    ledger_wait_t *w = calloc(1, sizeof(*w));
+    uint64_t *ids = calloc(n, sizeof(*ids));
+    if (w == NULL || ids == NULL) {
+        free(w);
+        free(ids);
+        *rc = KA_ENOMEM;
+        goto done;
+    }
+    ka_adm_req_reservations(req, ids, n);
+    if (!ka_ledger_usable(a->ledger_client) ||
+        ka_ledger_claims_take(&w->claims, a->ledger, ids, n) < 0 ||
+        ka_ledger_append_intent(a->ledger_client, ids, n, ledger_cb, w, &w->seq) < 0) {
+        ka_ledger_claims_free(&w->claims);
+        free(w);
+        free(ids);
+        a->srv->metrics.ledger_failures++;
+        reject_unavailable(a, req, ctx);
+        goto finish;
+    }
+    free(ids);
+    w->frame = frame;
+    w->req = req;
+    w->next = a->ledger_waits;
+    a->ledger_waits = w;
+    a->just_deferred = w;
+    return 1;
+finish:
+    *rc = ka_adm_finish(req, ctx, o);
+done:
+    ka_adm_req_free(req);
+    return 0;
+}
+
 static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, size_t *len,
                       ka_hook_verdict_t *v)
 {
     ka_admission_t *a = user;
-    ka_metrics_t *m = &a->srv->metrics;
     int resumed = v->resumed;
     ka_adm_outcome_t o;
-    int64_t now = now_ms(a);
-    ka_policy_t *policy = ka_policy_ref(a->policy);
-    ka_cluster_t *view = ka_cluster_ref(a->view);
+    int rc;
 
     memset(v, 0, sizeof(*v));
     v->kind = KA_HOOK_FORWARD;
-    ka_adm_ctx_t ctx = {.policy = policy,
-                        .view = view,
-                        .ledger = a->ledger,
-                        .now_ms = now,
-                        .seed = ++a->seed * 0x9E3779B97F4A7C15ull ^ (uint64_t)now,
-                        .want_fresh_view = !resumed && ka_adm_view_needs_refresh(policy, view, now),
-                        .max_frame = a->srv->cfg->max_frame_bytes};
-    int rc = ka_adm_request(&ctx, frame, *len, &o);
-    int audit_mode = ka_policy_enforcement(policy) == KA_ENFORCEMENT_AUDIT;
-    ka_cluster_unref(view);
-    ka_policy_unref(policy);
+    ledger_wait_t *w = resumed ? take_wait(a, frame, NULL) : NULL;
+    if (w != NULL)
+        return ledger_phase2(a, w, hdr, v);
+    ka_adm_ctx_t ctx = decision_ctx(a, resumed);
+    int audit_mode = ka_policy_enforcement(ctx.policy) == KA_ENFORCEMENT_AUDIT;
+    if (a->ledger_client == NULL) {
+        rc = ka_adm_request(&ctx, frame, *len, &o);
+    } else if (ledger_phase1(a, frame, *len, &ctx, &o, &rc)) {
+        ctx_release(&ctx);
+        v->kind = KA_HOOK_DEFER;
+        return 0;
+    }
+    ctx_release(&ctx);
     if (rc < 0) {
         v->kind = KA_HOOK_CLOSE;
         v->reason = "out of memory deciding admission";
         return 0;
     }
-    switch (o.action) {
-    case KA_ADM_WAIT:
-        v->kind = KA_HOOK_DEFER;
-        ka_log(KA_LOG_DEBUG, "admission waits for a metadata refresh",
-               KA_KS("api", ka_adm_api_name(o.api)), KA_KI("correlation_id", hdr->correlation_id));
-        return 0;
-    case KA_ADM_CLOSE:
-        if (o.version_refused)
-            m->adm_version_refused[o.api]++;
-        if (o.decode_error)
-            m->adm_decode_errors[o.api][o.api_version < KA_ADM_VERSION_SLOTS
-                                            ? o.api_version
-                                            : KA_ADM_VERSION_SLOTS - 1]++;
-        ka_log(KA_LOG_WARN, "admission request refused, closing the connection",
-               KA_KS("api", ka_adm_api_name(o.api)), KA_KI("version", o.api_version),
-               KA_KS("detail", o.message));
-        snprintf(a->reason, sizeof(a->reason), "%s", o.message);
-        v->kind = KA_HOOK_CLOSE;
-        v->reason = a->reason;
-        ka_adm_outcome_release(&o);
-        return 0;
-    default:
-        break;
-    }
-    if (o.decode_error) { /* answered with an error (AlterPartitionReassignments) */
-        m->adm_decode_errors[o.api][o.api_version < KA_ADM_VERSION_SLOTS
-                                        ? o.api_version
-                                        : KA_ADM_VERSION_SLOTS - 1]++;
-        ka_log(KA_LOG_WARN, "admission request does not decode, answered with an error",
-               KA_KS("api", ka_adm_api_name(o.api)), KA_KI("version", o.api_version),
-               KA_KS("detail", o.message));
-    }
-    if (o.decided) {
-        m->adm_decisions[o.api][o.decision][o.reason]++;
-        if (o.auto_create_denied)
-            m->adm_auto_create_denials++;
-        log_decision(&o, hdr->correlation_id, audit_mode);
-        if (o.auto_create_denied)
-            ka_log(KA_LOG_INFO, "auto-creation denied, forwarding Metadata with the flag cleared",
-                   KA_KI("auto_create_denials", m->adm_auto_create_denials));
-    }
-    if (o.action == KA_ADM_ANSWER || o.action == KA_ADM_REWRITE) {
-        v->kind = o.action == KA_ADM_ANSWER ? KA_HOOK_ANSWER : KA_HOOK_FORWARD;
-        v->bytes = o.bytes;
-        v->len = o.len;
-        v->free_bytes = free;
-        o.bytes = NULL;
-    }
-    if (o.pending != NULL) {
-        v->state = o.pending;
-        v->buffer_response = 1;
-        o.pending = NULL;
-    }
-    ka_adm_outcome_release(&o);
-    return 0;
+    return apply_outcome(a, hdr, &o, audit_mode, NULL, v);
 }
 
 static int on_response(void *user, const ka_inflight_entry_t *request, uint8_t *frame, size_t *len,
@@ -220,7 +485,8 @@ static int on_response(void *user, const ka_inflight_entry_t *request, uint8_t *
     v->kind = KA_HOOK_FORWARD;
     if (!(request->flags & KA_INFLIGHT_HOOK_STATE) || request->answer == NULL)
         return 0;
-    ka_adm_pending_t *p = request->answer;
+    hook_state_t *hs = request->answer;
+    ka_adm_pending_t *p = hs->pending;
     uint8_t *merged = NULL;
     size_t mlen = 0;
     int rc = ka_adm_response(p, frame, *len, a->srv->cfg->max_frame_bytes, &merged, &mlen);
@@ -241,6 +507,11 @@ static int on_response(void *user, const ka_inflight_entry_t *request, uint8_t *
         it->reservation_id = 0;
     }
     a->srv->metrics.adm_reservations_released += released;
+    if (hs->outcome_due) {
+        ka_ledger_claims_settle(&hs->claims, p);
+        write_outcome(a, hs->seq, &hs->claims);
+        hs->outcome_due = 0;
+    }
     if (merged != NULL || failed > 0)
         ka_log(KA_LOG_INFO, "admission response", KA_KS("api", ka_api_name(p->api_key)),
                KA_KI("correlation_id", request->correlation_id), KA_KI("items", p->count),
@@ -251,6 +522,34 @@ static int on_response(void *user, const ka_inflight_entry_t *request, uint8_t *
         v->len = mlen;
         v->free_bytes = free;
     }
+    return 0;
+}
+
+static int ledger_start(ka_admission_t *a, char *err, size_t errlen)
+{
+    const ka_config_t *cfg = a->srv->cfg;
+    char bootstrap[sizeof(a->srv->metadata_name) + 16], why[400] = "";
+    if (cfg->ledger_bootstrap.set)
+        snprintf(bootstrap, sizeof(bootstrap),
+                 strchr(cfg->ledger_bootstrap.host, ':') ? "[%s]:%u" : "%s:%u",
+                 cfg->ledger_bootstrap.host, (unsigned)cfg->ledger_bootstrap.port);
+    else
+        snprintf(bootstrap, sizeof(bootstrap), "%s", a->srv->metadata_name);
+    ka_ledger_config_t lc = {.topic = cfg->ledger_topic,
+                             .sidecar_id = cfg->sidecar_id,
+                             .bootstrap = bootstrap,
+                             .timeout_ms = cfg->ledger_timeout_ms,
+                             .ttl_ms = cfg->ledger_intent_ttl_ms};
+    ka_rdk_security_from(&lc.security, cfg, &a->srv->mdc_security);
+    int rc = ka_ledger_start(a->srv->loop, &lc, a->ledger, &a->srv->metrics, &a->ledger_client, why,
+                             sizeof(why));
+    if (rc < 0) {
+        snprintf(err, errlen, "cannot start the admission ledger client: %s", why);
+        return rc;
+    }
+    ka_log(KA_LOG_INFO, "admission ledger on", KA_KS("topic", lc.topic),
+           KA_KS("sidecar", lc.sidecar_id), KA_KS("bootstrap", bootstrap),
+           KA_KI("timeout_ms", lc.timeout_ms), KA_KI("intent_ttl_ms", lc.ttl_ms));
     return 0;
 }
 
@@ -276,6 +575,10 @@ int ka_admission_start(ka_server_t *srv, ka_policy_t *policy, char *err, size_t 
         return rc;
     }
     ka_mdc_set_security(a->mdc, &srv->mdc_security);
+    if (srv->cfg->ledger && (rc = ledger_start(a, err, errlen)) < 0) {
+        ka_admission_stop(a);
+        return rc;
+    }
     static const int16_t keys[] = {
         KA_CREATETOPICS_REQUEST_API_KEY, KA_CREATEPARTITIONS_REQUEST_API_KEY,
         KA_ALTERPARTITIONREASSIGNMENTS_REQUEST_API_KEY, KA_METADATA_REQUEST_API_KEY};
@@ -341,6 +644,17 @@ void ka_admission_stop(ka_admission_t *a)
         return;
     ka_mdc_stop(a->mdc);
     a->mdc = NULL;
+    /* No callback of the ledger runs after this; waits still held by the
+     * relay were cancelled when their connections closed. */
+    ka_ledger_stop(a->ledger_client);
+    a->ledger_client = NULL;
+    while (a->ledger_waits != NULL) {
+        ledger_wait_t *w = a->ledger_waits;
+        a->ledger_waits = w->next;
+        ka_ledger_claims_free(&w->claims);
+        ka_adm_req_free(w->req);
+        free(w);
+    }
     free(a->waiters);
     ka_cluster_unref(a->view);
     ka_reservations_free(a->ledger);

@@ -136,6 +136,14 @@ static void log_event(const ka_rdk_t *r, rd_kafka_event_t *ev)
            KA_KS("line", line));
 }
 
+/* Makes the loop serve the queue on its next turn. */
+static void kick(ka_rdk_t *r)
+{
+    char one = 1;
+    if (write(r->pipe_fd[1], &one, 1) < 0 && errno != EAGAIN)
+        ka_log(KA_LOG_WARN, "librdkafka queue wake-up failed", KA_KS("error", strerror(errno)));
+}
+
 static void serve(ka_rdk_t *r)
 {
     for (int i = 0; i < EVENTS_PER_WAKE && !r->closing; i++) {
@@ -161,11 +169,8 @@ static void serve(ka_rdk_t *r)
         rd_kafka_event_destroy(ev);
     }
     /* More may wait: come back on the next turn rather than hold the loop. */
-    if (!r->closing) {
-        char one = 1;
-        if (write(r->pipe_fd[1], &one, 1) < 0 && errno != EAGAIN)
-            ka_log(KA_LOG_WARN, "librdkafka queue wake-up failed", KA_KS("error", strerror(errno)));
-    }
+    if (!r->closing)
+        kick(r);
 }
 
 static void poll_cb(uv_poll_t *h, int status, int events)
@@ -271,6 +276,9 @@ int ka_rdk_new(uv_loop_t *loop, const ka_rdk_settings_t *s, ka_rdk_event_cb cb, 
     r->poll_started = 1;
     r->poll_closed = 0;
     uv_poll_start(&r->poll, UV_READABLE, poll_cb);
+    /* librdkafka only signals a queue that turns non-empty: events queued
+     * before the fd was enabled would wait for the next one. Serve once. */
+    kick(r);
     *out = r;
     return 0;
 }

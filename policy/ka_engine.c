@@ -22,8 +22,11 @@ void ka_verdict_release(ka_verdict_t *v)
 {
     free(v->message);
     free(v->assignment);
+    free(v->claim.deltas);
     v->message = NULL;
     v->assignment = NULL;
+    v->claim.deltas = NULL;
+    v->claimed = false;
 }
 
 bool ka_engine_view_is_stale(const ka_policy_t *policy, const ka_cluster_t *view, int64_t now_ms)
@@ -134,25 +137,35 @@ long ka_work_broker_index(const struct ka_work *w, int32_t broker_id)
     return -1;
 }
 
-int ka_work_defer(ka_verdict_t *v, const char *fmt, ...)
+/* The verdict's message from a format; KA_ENOMEM without memory. */
+__attribute__((format(printf, 2, 0))) static int format_message(ka_verdict_t *v, const char *fmt,
+                                                                va_list ap)
 {
-    va_list ap;
-
-    v->kind = KA_VERDICT_DEFER_TO_BROKER;
     v->message = malloc(KA_MESSAGE_MAX);
     if (v->message == NULL)
         return KA_ENOMEM;
-    va_start(ap, fmt);
     vsnprintf(v->message, KA_MESSAGE_MAX, fmt, ap);
-    va_end(ap);
     v->message = ka_message_shrink(v->message);
     return 0;
+}
+
+int ka_work_defer(ka_verdict_t *v, const char *fmt, ...)
+{
+    va_list ap;
+    int rc;
+
+    v->kind = KA_VERDICT_DEFER_TO_BROKER;
+    va_start(ap, fmt);
+    rc = format_message(v, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 int ka_work_stale(const struct ka_work *w, ka_verdict_t *v)
 {
     const ka_decision_context_t *ctx = w->ctx;
 
+    v->reason = ctx->view == NULL ? KA_REASON_NO_VIEW : KA_REASON_STALE_VIEW;
     if (ctx->view == NULL)
         v->message = ka_message_format(
             "Cannot decide on this request: kadmit has no view of the cluster yet, so it rejects "
@@ -173,20 +186,51 @@ int ka_work_stale(const struct ka_work *w, ka_verdict_t *v)
     return 0;
 }
 
-/* Commits w->delta: into the ledger, or for validate_only into this call only. */
-static int reserve(struct ka_work *w, ka_verdict_t *v, const struct ka_plan *plan)
+int ka_work_unknown(const struct ka_work *w, ka_verdict_t *v, enum ka_reason reason,
+                    int16_t error_code, const char *fmt, ...)
 {
-    ka_broker_delta_t *deltas = NULL;
+    va_list ap;
+    int rc;
+
+    va_start(ap, fmt);
+    rc = format_message(v, fmt, ap);
+    va_end(ap);
+    if (rc < 0)
+        return rc;
+    v->reason = reason;
+    v->kind = w->audit ? KA_VERDICT_ADMIT : KA_VERDICT_REJECT;
+    v->audit = w->audit;
+    v->error_code = w->audit ? 0 : error_code;
+    return 0;
+}
+
+/* Keeps what the item takes in the verdict, for a later ka_engine_recheck. */
+static void keep_claim(ka_verdict_t *v, const ka_plan_t *plan, ka_broker_delta_t *deltas,
+                       size_t count)
+{
+    free(v->claim.deltas);
+    v->claim = *plan;
+    v->claim.deltas = deltas;
+    v->claim.delta_count = count;
+    v->claimed = true;
+}
+
+/*
+ * Commits w->delta: into the ledger, or for validate_only into this call
+ * only, and keeps it in the verdict's claim.
+ */
+static int reserve(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan)
+{
+    ka_broker_delta_t *deltas = malloc((w->broker_count + 1) * sizeof(*deltas));
     size_t count = 0;
     int rc = 0;
 
+    if (deltas == NULL)
+        return KA_ENOMEM;
+    for (size_t i = 0; i < w->broker_count; i++)
+        if (w->delta[i] > 0)
+            deltas[count++] = (ka_broker_delta_t){w->brokers[i].id, (int32_t)w->delta[i]};
     if (!plan->validate_only) {
-        deltas = malloc((w->broker_count + 1) * sizeof(*deltas));
-        if (deltas == NULL)
-            return KA_ENOMEM;
-        for (size_t i = 0; i < w->broker_count; i++)
-            if (w->delta[i] > 0)
-                deltas[count++] = (ka_broker_delta_t){w->brokers[i].id, (int32_t)w->delta[i]};
         if (count > 0 || plan->new_partitions > 0) {
             ka_reservation_spec_t spec = {
                 .kind = plan->kind,
@@ -203,10 +247,12 @@ static int reserve(struct ka_work *w, ka_verdict_t *v, const struct ka_plan *pla
 
             rc = ka_reservations_add(w->ctx->ledger, &spec, &v->reservation_id);
         }
-        free(deltas);
-        if (rc < 0)
+        if (rc < 0) {
+            free(deltas);
             return rc;
+        }
     }
+    keep_claim(v, plan, deltas, count);
     for (size_t i = 0; i < w->broker_count; i++)
         w->current[i] += w->delta[i];
     w->partitions += plan->new_partitions;
@@ -214,7 +260,7 @@ static int reserve(struct ka_work *w, ka_verdict_t *v, const struct ka_plan *pla
 }
 
 /* max.partitions: NULL message when the item fits. */
-static int check_max_partitions(const struct ka_work *w, const struct ka_plan *plan, char **message)
+static int check_max_partitions(const struct ka_work *w, const ka_plan_t *plan, char **message)
 {
     int64_t limit = ka_policy_max_partitions(w->ctx->policy);
 
@@ -259,9 +305,11 @@ static int check_brokers(const struct ka_work *w, const int64_t *added, const ch
  * Ends an item that exceeds a limit: REJECT in enforce mode; in audit mode
  * ADMIT with the flag, reserving w->delta because the item does go ahead.
  */
-static int exceeded(struct ka_work *w, ka_verdict_t *v, const struct ka_plan *plan, char *message)
+static int exceeded(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan, char *message,
+                    enum ka_reason reason)
 {
     v->message = message;
+    v->reason = reason;
     if (!w->audit) {
         v->kind = KA_VERDICT_REJECT;
         v->error_code = ka_policy_reject_error_code(w->ctx->policy);
@@ -277,15 +325,18 @@ static void clear_delta(struct ka_work *w)
     memset(w->delta, 0, w->broker_count * sizeof(*w->delta));
 }
 
-int ka_work_decide_exact(struct ka_work *w, ka_verdict_t *v, const struct ka_plan *plan)
+int ka_work_decide_exact(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan)
 {
     char *message;
+    enum ka_reason reason = KA_REASON_MAX_PARTITIONS;
     int rc = check_max_partitions(w, plan, &message);
 
-    if (rc == 0 && message == NULL)
+    if (rc == 0 && message == NULL) {
+        reason = KA_REASON_BROKER_LIMIT;
         rc = check_brokers(w, w->delta, plan->advice, false, &message);
+    }
     if (rc == 0 && message != NULL) {
-        rc = exceeded(w, v, plan, message);
+        rc = exceeded(w, v, plan, message, reason);
     } else if (rc == 0) {
         v->kind = KA_VERDICT_ADMIT;
         rc = reserve(w, v, plan);
@@ -304,7 +355,7 @@ static void bound_delta(struct ka_work *w, int32_t partitions, int32_t replicati
  * When placement fails: the unfenced brokers short of an even share of the
  * request, or, when fencing rather than headroom blocked it, all of them.
  */
-static int place_failure(struct ka_work *w, const struct ka_plan *plan, int32_t partitions,
+static int place_failure(struct ka_work *w, const ka_plan_t *plan, int32_t partitions,
                          int32_t replication, char **message)
 {
     int64_t even = ((int64_t)partitions * replication + (int64_t)w->unfenced_count - 1) /
@@ -321,7 +372,7 @@ static int place_failure(struct ka_work *w, const struct ka_plan *plan, int32_t 
     return rc;
 }
 
-static int decide_place(struct ka_work *w, ka_verdict_t *v, const struct ka_plan *plan,
+static int decide_place(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan,
                         int32_t partitions, int32_t replication, uint64_t seed)
 {
     size_t cells = (size_t)partitions * (size_t)replication;
@@ -344,7 +395,7 @@ static int decide_place(struct ka_work *w, ka_verdict_t *v, const struct ka_plan
         if (rc < 0)
             return rc;
         bound_delta(w, partitions, replication); /* audit: the broker places it */
-        return exceeded(w, v, plan, message);
+        return exceeded(w, v, plan, message, KA_REASON_BROKER_LIMIT);
     }
     if (rc < 0) {
         free(assignment);
@@ -365,7 +416,7 @@ static int decide_place(struct ka_work *w, ka_verdict_t *v, const struct ka_plan
     return reserve(w, v, plan);
 }
 
-int ka_work_decide_auto(struct ka_work *w, ka_verdict_t *v, const struct ka_plan *plan,
+int ka_work_decide_auto(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan,
                         int32_t partitions, int32_t replication, uint64_t seed, bool may_place)
 {
     char *message;
@@ -373,7 +424,7 @@ int ka_work_decide_auto(struct ka_work *w, ka_verdict_t *v, const struct ka_plan
 
     if (rc == 0 && message != NULL) {
         bound_delta(w, partitions, replication);
-        rc = exceeded(w, v, plan, message);
+        rc = exceeded(w, v, plan, message, KA_REASON_MAX_PARTITIONS);
     } else if (rc == 0 && may_place &&
                ka_policy_auto_assignment(w->ctx->policy) == KA_AUTO_ASSIGNMENT_PLACE &&
                (int64_t)partitions * replication <= KA_PLACE_MAX_REPLICAS) {
@@ -382,12 +433,82 @@ int ka_work_decide_auto(struct ka_work *w, ka_verdict_t *v, const struct ka_plan
         bound_delta(w, partitions, replication);
         rc = check_brokers(w, w->delta, plan->advice, false, &message);
         if (rc == 0 && message != NULL) {
-            rc = exceeded(w, v, plan, message);
+            rc = exceeded(w, v, plan, message, KA_REASON_BROKER_LIMIT);
         } else if (rc == 0) {
             v->kind = KA_VERDICT_ADMIT;
             rc = reserve(w, v, plan);
         }
     }
     clear_delta(w);
+    return rc;
+}
+
+/* Loads a claim's deltas into w->delta; false (with *missing) for a broker the view lacks. */
+static bool load_claim(struct ka_work *w, const ka_claim_t *c, int32_t *missing)
+{
+    for (size_t i = 0; i < c->delta_count; i++) {
+        long at = ka_work_broker_index(w, c->deltas[i].broker_id);
+
+        if (at < 0) {
+            *missing = c->deltas[i].broker_id;
+            clear_delta(w);
+            return false;
+        }
+        w->delta[at] += c->deltas[i].replicas;
+    }
+    return true;
+}
+
+/* One claimed verdict against w, keeping its placement (see ka_engine_recheck). */
+static int recheck_one(struct ka_work *w, ka_verdict_t *v, enum ka_reason reason)
+{
+    const ka_claim_t c = v->claim;
+    ka_plan_t plan = c;
+    enum ka_verdict_kind kind = v->kind;
+    int32_t missing = 0;
+    char *message;
+    int rc;
+
+    free(v->message);
+    v->message = NULL;
+    v->reservation_id = 0;
+    v->audit = false;
+    v->reason = KA_REASON_NONE;
+    if (w->stale)
+        return ka_work_stale(w, v);
+    if (!load_claim(w, &c, &missing))
+        return ka_work_unknown(w, v, reason, ka_policy_reject_error_code(w->ctx->policy),
+                               "Cannot satisfy request: broker %d, chosen for this request, left "
+                               "kadmit's cluster view before the decision was confirmed. Retry.",
+                               missing);
+    rc = check_max_partitions(w, &plan, &message);
+    if (rc == 0 && message == NULL)
+        rc = check_brokers(w, w->delta, plan.advice, false, &message);
+    if (rc == 0 && message != NULL) {
+        rc = exceeded(w, v, &plan, message, reason);
+    } else if (rc == 0) {
+        v->kind = kind; /* the same verdict, the same assignment */
+        rc = reserve(w, v, &plan);
+    }
+    clear_delta(w);
+    return rc;
+}
+
+int ka_engine_recheck(const ka_decision_context_t *ctx, ka_verdict_t *verdicts, size_t count,
+                      enum ka_reason reason_if_rejected)
+{
+    struct ka_work w;
+    int rc = ka_work_init(&w, ctx);
+
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        ka_verdict_t *v = &verdicts[i];
+
+        if (v->claimed &&
+            (v->kind == KA_VERDICT_ADMIT || v->kind == KA_VERDICT_ADMIT_WITH_ASSIGNMENT))
+            rc = recheck_one(&w, v, reason_if_rejected);
+    }
+    ka_work_free(&w);
     return rc;
 }

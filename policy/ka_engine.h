@@ -20,6 +20,12 @@
  *                           unchanged and let the broker give its native error.
  * In audit mode nothing is rejected: the verdict is ADMIT with `audit` set
  * and the message kadmit would have sent. docs/admission.md has the rules.
+ *
+ * Every verdict also says why, as an enum (ka_reason.h): callers count and
+ * log the reason from it and never search the message. An item about a
+ * topic, partition or broker that the view does not know is never passed
+ * unjudged: it gets KA_REASON_UNKNOWN_TOPIC or KA_REASON_UNKNOWN_BROKER, and
+ * the caller may wait for a fresher view and ask again.
  */
 #ifndef KA_ENGINE_H
 #define KA_ENGINE_H
@@ -32,10 +38,16 @@
 #include "ka_error.h"
 #include "ka_policy.h"
 #include "ka_reader.h"
+#include "ka_reason.h"
 #include "ka_reservations.h"
 
 /* Every message fits in this many bytes, NUL included. */
 #define KA_MESSAGE_MAX 1024
+
+/* Kafka's UNKNOWN_TOPIC_OR_PARTITION: what the broker says for a missing
+ * topic, so kadmit says it too when its view lacks one. The one place to
+ * switch to a generated error-code table. */
+#define KA_ENGINE_UNKNOWN_TOPIC_OR_PARTITION 3
 
 /* Everything one decision reads; the engine keeps none of it. */
 typedef struct ka_decision_context {
@@ -53,10 +65,31 @@ enum ka_verdict_kind {
     KA_VERDICT_DEFER_TO_BROKER,
 };
 
+/*
+ * What an admitted item consumes, exactly as judged: enough to check it
+ * again against another ledger with the same placement (ka_engine_recheck)
+ * and to reserve it there. The topic and targets point into the caller's
+ * request, so they live as long as it does; the deltas belong to the verdict.
+ */
+typedef struct ka_claim {
+    enum ka_reservation_kind kind;
+    ka_slice_t topic;
+    int32_t partition_count; /* PARTITIONS: the total the view must show */
+    int32_t partition;       /* REPLICAS */
+    const int32_t *targets;  /* REPLICAS */
+    int32_t target_count;
+    int32_t new_partitions; /* against max.partitions */
+    ka_broker_delta_t *deltas;
+    size_t delta_count;
+    bool validate_only; /* counted within the call, never reserved */
+    const char *advice; /* the rejection's last sentence */
+} ka_claim_t;
+
 typedef struct ka_verdict {
     enum ka_verdict_kind kind;
-    int16_t error_code; /* REJECT: the policy's reject.error.code; otherwise 0 */
-    bool audit;         /* audit mode: enforce would have rejected this item */
+    enum ka_reason reason; /* REJECT and audit: why; otherwise KA_REASON_NONE */
+    int16_t error_code;    /* REJECT: the policy's reject.error.code; otherwise 0 */
+    bool audit;            /* audit mode: enforce would have rejected this item */
     /* REJECT and audit: the rejection sentence; DEFER: the reason, for logs;
      * otherwise NULL. At most KA_MESSAGE_MAX bytes. */
     char *message;
@@ -69,9 +102,12 @@ typedef struct ka_verdict {
     int32_t assignment_partitions;
     int32_t assignment_replication;
     int32_t *assignment;
+    /* ADMIT and ADMIT_WITH_ASSIGNMENT, audited or not: what the item takes. */
+    bool claimed;
+    ka_claim_t claim;
 } ka_verdict_t;
 
-/* Frees the message and assignment (not the reservation); accepts zeroed verdicts. */
+/* Frees the message, assignment and claim (not the reservation); accepts zeroed verdicts. */
 void ka_verdict_release(ka_verdict_t *verdict);
 
 /* One partition's replicas in a request (leader first). */
@@ -125,6 +161,20 @@ int ka_engine_alter_reassignments(const ka_decision_context_t *ctx,
  */
 int ka_engine_auto_create(const ka_decision_context_t *ctx, const ka_slice_t *topics, size_t count,
                           bool allow_auto_topic_creation, ka_verdict_t *verdicts);
+
+/*
+ * Phase 2 of a cluster-wide decision: checks every verdict that holds a
+ * claim again, against ctx (whose ledger holds only the intents ordered
+ * before this request's), with the placement already chosen, and reserves
+ * each item that still fits into ctx->ledger (its reservation_id becomes
+ * that entry, or 0). An item that no longer fits becomes REJECT (audit:
+ * ADMIT with `audit`) with reason `reason_if_rejected` and a message naming
+ * each broker's limit, current and projected count. Verdicts without a claim
+ * (rejected, deferred, consuming nothing) are left as they are. Returns 0 or
+ * KA_ENOMEM.
+ */
+int ka_engine_recheck(const ka_decision_context_t *ctx, ka_verdict_t *verdicts, size_t count,
+                      enum ka_reason reason_if_rejected);
 
 /* The view is missing or older than metadata.max.staleness.ms. */
 bool ka_engine_view_is_stale(const ka_policy_t *policy, const ka_cluster_t *view, int64_t now_ms);

@@ -4,11 +4,17 @@
  *
  * Each walks its items in request order and first sorts out what is not a
  * limit question. kadmit only judges limits: a topic that already exists,
- * an unknown topic, a malformed or unknown-broker assignment, a
- * replication factor above the broker count, a name twice in one request
- * are the broker's to refuse, in its own words, so those items are
- * DEFER_TO_BROKER and never masked with the rejection code. The reason is
- * kept in the verdict's message for logs.
+ * a malformed assignment, a replication factor above the broker count, a
+ * name twice in one request are the broker's to refuse, in its own words,
+ * so those items are DEFER_TO_BROKER and never masked with the rejection
+ * code. The reason is kept in the verdict's message for logs.
+ *
+ * A topic, partition or broker the view does not know is different: it
+ * may exist already (created a moment ago, through this or another
+ * sidecar), so forwarding it unjudged could exceed a limit. Such an item is
+ * KA_REASON_UNKNOWN_TOPIC or KA_REASON_UNKNOWN_BROKER; the caller may wait
+ * for a fresher view and ask again, and otherwise it is rejected (audit:
+ * flagged) with a message saying what the view lacks.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -57,11 +63,51 @@ static uint64_t seed_mix(uint64_t seed, size_t index)
 /* A deferral from take_rows: 1, or KA_ENOMEM. */
 #define defer_row(v, ...) (ka_work_defer((v), __VA_ARGS__) < 0 ? KA_ENOMEM : 1)
 
+/* An unknown broker in a row: 1 with the verdict filled, or KA_ENOMEM. */
+static int unknown_broker(const struct ka_work *w, ka_verdict_t *v, int32_t partition,
+                          int32_t broker_id)
+{
+    int rc = ka_work_unknown(
+        w, v, KA_REASON_UNKNOWN_BROKER, ka_policy_reject_error_code(w->ctx->policy),
+        "Cannot decide on this request: kadmit's cluster view does not know broker %d (named for "
+        "partition %d) even after a refresh, so it cannot count that broker's partitions. Name "
+        "brokers the cluster lists, or retry once the broker has registered.",
+        broker_id, partition);
+
+    return rc < 0 ? KA_ENOMEM : 1;
+}
+
+/* A topic (or, with partition >= 0, a partition) the view does not know. */
+static int unknown_topic(const struct ka_work *w, ka_verdict_t *v, ka_slice_t name,
+                         int32_t partition)
+{
+    int n = name.len > 0 ? (int)name.len : 0;
+
+    if (partition >= 0)
+        return ka_work_unknown(w, v, KA_REASON_UNKNOWN_TOPIC, KA_ENGINE_UNKNOWN_TOPIC_OR_PARTITION,
+                               "kadmit's cluster view does not know partition %d of topic %.*s "
+                               "even after a refresh, so it cannot judge this request. Check the "
+                               "partition, or retry shortly if it was just created.",
+                               partition, n, (const char *)name.ptr);
+    if (ka_reservations_has_topic(w->ctx->ledger, name))
+        return ka_work_unknown(w, v, KA_REASON_UNKNOWN_TOPIC, KA_ENGINE_UNKNOWN_TOPIC_OR_PARTITION,
+                               "Topic %.*s was admitted moments ago, but kadmit's cluster view "
+                               "does not show it yet even after a refresh, so it cannot judge "
+                               "this request. Retry shortly.",
+                               n, (const char *)name.ptr);
+    return ka_work_unknown(w, v, KA_REASON_UNKNOWN_TOPIC, KA_ENGINE_UNKNOWN_TOPIC_OR_PARTITION,
+                           "kadmit's cluster view does not know topic %.*s even after a refresh, "
+                           "so it cannot judge this request. Check the topic name, or retry "
+                           "shortly if it was just created.",
+                           n, (const char *)name.ptr);
+}
+
 /*
  * Checks explicit rows (indexed: CreateTopics' partition indices must be
  * 0..count-1 each once) and, when they are sound, adds them to w->delta.
  * *rf gets the common row length; expected_rf > 0 demands it. Returns 1
- * with a deferral in v, 0 when sound, or KA_ENOMEM.
+ * with a deferral (or an unknown-broker verdict) in v, 0 when sound, or
+ * KA_ENOMEM.
  */
 static int take_rows(struct ka_work *w, ka_verdict_t *v, const ka_replica_assignment_t *rows,
                      int32_t count, bool indexed, int32_t expected_rf, int32_t *rf)
@@ -94,10 +140,7 @@ static int take_rows(struct ka_work *w, ka_verdict_t *v, const ka_replica_assign
         }
         for (int32_t i = 0; i < row->broker_count; i++) {
             if (ka_work_broker_index(w, row->broker_ids[i]) < 0) {
-                rc = defer_row(v,
-                               "the assignment for partition %d names broker %d, which "
-                               "the cluster view does not list",
-                               p, row->broker_ids[i]);
+                rc = unknown_broker(w, v, p, row->broker_ids[i]);
                 goto out;
             }
             /* w->shares marks brokers already in this row: linear, whatever the row length. */
@@ -159,10 +202,10 @@ static int create_topic(struct ka_work *w, const ka_create_topic_t *t, bool dup,
                         ka_verdict_t *v)
 {
     const ka_broker_defaults_t *defaults = ka_cluster_broker_defaults(w->ctx->view);
-    struct ka_plan plan = {.kind = KA_RESERVATION_PARTITIONS,
-                           .topic = t->name,
-                           .validate_only = t->validate_only,
-                           .advice = ADVICE_CREATE};
+    ka_plan_t plan = {.kind = KA_RESERVATION_PARTITIONS,
+                      .topic = t->name,
+                      .validate_only = t->validate_only,
+                      .advice = ADVICE_CREATE};
     int32_t partitions = t->num_partitions, replication = t->replication_factor, rf;
     int rc;
 
@@ -240,18 +283,18 @@ static int create_partitions(struct ka_work *w, const ka_create_partitions_t *t,
                              uint64_t seed, ka_verdict_t *v)
 {
     const ka_cluster_topic_t *topic = ka_cluster_find_topic(w->ctx->view, t->name);
-    struct ka_plan plan = {.kind = KA_RESERVATION_PARTITIONS,
-                           .topic = t->name,
-                           .partition_count = t->count,
-                           .validate_only = t->validate_only,
-                           .advice = ADVICE_CREATE};
+    ka_plan_t plan = {.kind = KA_RESERVATION_PARTITIONS,
+                      .topic = t->name,
+                      .partition_count = t->count,
+                      .validate_only = t->validate_only,
+                      .advice = ADVICE_CREATE};
     int32_t existing, added, replication, rf;
     int rc;
 
     if (dup)
         return ka_work_defer(v, "the topic appears more than once in the request");
     if (topic == NULL)
-        return ka_work_defer(v, "the topic does not exist");
+        return unknown_topic(w, v, t->name, -1);
     existing = ka_cluster_topic_partition_count(topic);
     if (t->count <= existing)
         return ka_work_defer(v, "the topic already has %d partitions, not fewer than %d", existing,
@@ -307,12 +350,12 @@ int ka_engine_create_partitions(const ka_decision_context_t *ctx,
 static int reassign(struct ka_work *w, const ka_reassignment_t *r, bool dup, ka_verdict_t *v)
 {
     const ka_cluster_topic_t *topic = ka_cluster_find_topic(w->ctx->view, r->topic);
-    struct ka_plan plan = {.kind = KA_RESERVATION_REPLICAS,
-                           .topic = r->topic,
-                           .partition = r->partition,
-                           .targets = r->replicas,
-                           .target_count = r->replica_count,
-                           .advice = ADVICE_REASSIGN};
+    ka_plan_t plan = {.kind = KA_RESERVATION_REPLICAS,
+                      .topic = r->topic,
+                      .partition = r->partition,
+                      .targets = r->replicas,
+                      .target_count = r->replica_count,
+                      .advice = ADVICE_REASSIGN};
     const int32_t *current;
     int32_t current_count;
     int rc;
@@ -320,10 +363,10 @@ static int reassign(struct ka_work *w, const ka_reassignment_t *r, bool dup, ka_
     if (dup)
         return ka_work_defer(v, "the partition appears more than once in the request");
     if (topic == NULL)
-        return ka_work_defer(v, "the topic does not exist");
+        return unknown_topic(w, v, r->topic, -1);
     current = ka_cluster_topic_replicas(topic, r->partition, &current_count);
     if (current == NULL)
-        return ka_work_defer(v, "the partition does not exist");
+        return unknown_topic(w, v, r->topic, r->partition);
     {
         ka_replica_assignment_t row = {r->partition, r->replicas, r->replica_count};
         int32_t rf;
@@ -375,8 +418,7 @@ int ka_engine_alter_reassignments(const ka_decision_context_t *ctx,
 static int auto_create(struct ka_work *w, ka_slice_t name, ka_verdict_t *v)
 {
     const ka_broker_defaults_t *defaults = ka_cluster_broker_defaults(w->ctx->view);
-    struct ka_plan plan = {
-        .kind = KA_RESERVATION_PARTITIONS, .topic = name, .advice = ADVICE_CREATE};
+    ka_plan_t plan = {.kind = KA_RESERVATION_PARTITIONS, .topic = name, .advice = ADVICE_CREATE};
     int32_t partitions = defaults->num_partitions;
     int32_t replication = defaults->default_replication_factor;
 

@@ -32,18 +32,10 @@ struct ka_work {
     int64_t partitions; /* cluster partitions + reserved + validate_only items */
 };
 
-/* How a reservation for the item is recognised in a later view. */
-struct ka_plan {
-    enum ka_reservation_kind kind;
-    ka_slice_t topic;
-    int32_t partition_count; /* PARTITIONS: the total the view must show */
-    int32_t partition;       /* REPLICAS */
-    const int32_t *targets;  /* REPLICAS */
-    int32_t target_count;
-    int32_t new_partitions; /* against max.partitions */
-    bool validate_only;     /* same verdict, nothing reserved */
-    const char *advice;     /* the rejection's last sentence */
-};
+/* An item's plan is a claim (ka_engine.h) whose deltas are still in
+ * w->delta: how a reservation is recognised in a later view, and what the
+ * item counts against max.partitions. */
+typedef ka_claim_t ka_plan_t;
 
 int ka_work_init(struct ka_work *w, const ka_decision_context_t *ctx);
 void ka_work_free(struct ka_work *w);
@@ -51,12 +43,19 @@ void ka_work_free(struct ka_work *w);
 long ka_work_broker_index(const struct ka_work *w, int32_t broker_id);
 
 /* Judges the item whose replicas per broker are in w->delta (explicit). */
-int ka_work_decide_exact(struct ka_work *w, ka_verdict_t *v, const struct ka_plan *plan);
+int ka_work_decide_exact(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan);
 /* Judges an item the broker would place: place or bound per policy. */
-int ka_work_decide_auto(struct ka_work *w, ka_verdict_t *v, const struct ka_plan *plan,
+int ka_work_decide_auto(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan,
                         int32_t partitions, int32_t replication, uint64_t seed, bool may_place);
-/* The verdict for any item when the view is stale. */
+/* The verdict for any item when the view is stale (or missing). */
 int ka_work_stale(const struct ka_work *w, ka_verdict_t *v);
+/*
+ * An item naming a topic, partition or broker the view does not know:
+ * enforce rejects it with error_code, audit admits it flagged. Never
+ * reserves: nothing is known to count.
+ */
+int ka_work_unknown(const struct ka_work *w, ka_verdict_t *v, enum ka_reason reason,
+                    int16_t error_code, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 int ka_work_defer(ka_verdict_t *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Kafka's topic-name rule: 1..249 of [a-zA-Z0-9._-], not "." or "..". */

@@ -203,13 +203,9 @@ static uint32_t request_flags(ka_session_t *s, const ka_frame_header_t *h, int b
 static int refuse_undecodable_version(ka_session_t *s, const ka_frame_header_t *h)
 {
     int api = ka_adm_api_of(h->api_key);
-    if (api < 0 || (h->api_version <= ka_decoded_max_version(h->api_key) &&
-                    h->api_version >= ka_decoded_min_version(h->api_key)))
-        return 0;
     char detail[160];
-    snprintf(detail, sizeof(detail),
-             "%s v%d is not a version kadmit decodes (max %d); the client ignored ApiVersions",
-             ka_api_name(h->api_key), h->api_version, ka_decoded_max_version(h->api_key));
+    if (api < 0 || !ka_adm_version_refused(h->api_key, h->api_version, detail, sizeof(detail)))
+        return 0;
     s->server->metrics.adm_version_refused[api]++;
     /* The same line the admission hook writes when it refuses a request. */
     ka_log(KA_LOG_WARN, "admission request refused, closing the connection",

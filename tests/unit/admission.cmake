@@ -1,4 +1,10 @@
 # admission/ unit tests: whole request frames through decode, decide and
 # re-encode or merge, against synthetic cluster views; no sockets.
 set(KA_ADMISSION_TEST_DIR ${CMAKE_CURRENT_LIST_DIR}/admission)
-ka_unit_test(test_admission SOURCES ${KA_ADMISSION_TEST_DIR}/test_admission.c LIBS ka_admission)
+ka_unit_test(test_admission SOURCES ${KA_ADMISSION_TEST_DIR}/test_admission.c
+  ${KA_ADMISSION_TEST_DIR}/adm_fixture.c LIBS ka_admission)
+target_include_directories(test_admission PRIVATE ${KA_ADMISSION_TEST_DIR})
+# The steps a two-phase (ledger) decision runs apart, reasons, and freshness.
+ka_unit_test(test_admission_seams SOURCES ${KA_ADMISSION_TEST_DIR}/test_admission_seams.c
+  ${KA_ADMISSION_TEST_DIR}/adm_fixture.c LIBS ka_admission)
+target_include_directories(test_admission_seams PRIVATE ${KA_ADMISSION_TEST_DIR})

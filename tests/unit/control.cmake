@@ -7,3 +7,5 @@ ka_unit_test(test_control_policy_store
 ka_unit_test(test_control_rdk SOURCES ${KA_CONTROL_TEST_DIR}/test_rdk.c LIBS ka_control)
 ka_unit_test(test_control_ledger_record
   SOURCES ${KA_CONTROL_TEST_DIR}/test_ledger_record.c LIBS ka_control_core)
+ka_unit_test(test_control_ledger_state
+  SOURCES ${KA_CONTROL_TEST_DIR}/test_ledger_state.c LIBS ka_control_core)

@@ -5,10 +5,7 @@
  * local answers for every supported version, each checked by decoding the
  * produced bytes back with the generated codecs.
  *
- * The synthetic cluster: brokers 1, 2, 3 (no racks), limit 10 replicas per
- * broker, topic "full" with 8 partitions of replication 1 on broker 1 and
- * topic "three" with one partition on brokers 2 and 3, so broker 1 has room
- * for 2 more replicas and brokers 2 and 3 for 9.
+ * The synthetic cluster is adm_fixture.h's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,153 +16,9 @@
 
 #include <cmocka.h>
 
-#include "ka_admission.h"
-#include "ka_protocol.h"
-
-typedef struct fx {
-    ka_policy_t *policy;
-    ka_cluster_t *view;
-    ka_reservations_t *ledger;
-    ka_adm_ctx_t ctx;
-} fx_t;
-
-static ka_slice_t S(const char *s)
-{
-    return (ka_slice_t){(const uint8_t *)s, (int32_t)strlen(s)};
-}
-
-static bool slice_is(ka_slice_t s, const char *lit)
-{
-    return s.len == (int32_t)strlen(lit) && memcmp(s.ptr, lit, strlen(lit)) == 0;
-}
-
-static fx_t *fx_new(const char *policy_json)
-{
-    fx_t *f = calloc(1, sizeof(*f));
-    char err[256];
-    assert_int_equal(
-        ka_policy_parse(policy_json, strlen(policy_json), 1, &f->policy, err, sizeof(err)), 0);
-    ka_cluster_builder_t *b;
-    assert_int_equal(ka_cluster_builder_new(1000, &b), 0);
-    for (int32_t id = 1; id <= 3; id++)
-        assert_int_equal(ka_cluster_builder_add_broker(b, id, KA_SLICE_NULL, false), 0);
-    ka_broker_defaults_t d = {
-        .num_partitions = 2, .default_replication_factor = 3, .auto_create_topics_enable = true};
-    ka_cluster_builder_set_defaults(b, &d);
-    int32_t one = 1;
-    for (int32_t p = 0; p < 8; p++)
-        assert_int_equal(ka_cluster_builder_add_partition(b, S("full"), p, &one, 1), 0);
-    int32_t rf2[2] = {2, 3};
-    assert_int_equal(ka_cluster_builder_add_partition(b, S("three"), 0, rf2, 2), 0);
-    assert_int_equal(ka_cluster_builder_finish(b, &f->view), 0);
-    assert_int_equal(ka_reservations_new(&f->ledger), 0);
-    f->ctx = (ka_adm_ctx_t){.policy = f->policy,
-                            .view = f->view,
-                            .ledger = f->ledger,
-                            .now_ms = 1500,
-                            .seed = 42,
-                            .max_frame = 1 << 20};
-    return f;
-}
-
-static void fx_free(fx_t *f)
-{
-    ka_reservations_free(f->ledger);
-    ka_cluster_unref(f->view);
-    ka_policy_unref(f->policy);
-    free(f);
-}
-
-#define POLICY "{\"max.broker.partitions\": 10}"
-
-typedef int (*enc_fn)(ka_writer_t *, int16_t, const void *);
-typedef int (*dec_fn)(ka_reader_t *, int16_t, ka_arena_t *, void *);
-
-/* A whole request frame: size, header (right version), body. */
-static uint8_t *request_frame(int16_t api_key, int16_t version, int32_t cid, enc_fn enc,
-                              const void *body, size_t *len)
-{
-    ka_writer_t w;
-    struct ka_request_header h = {.request_api_key = api_key,
-                                  .request_api_version = version,
-                                  .correlation_id = cid,
-                                  .client_id = S("unit")};
-    ka_writer_init(&w, 1 << 20);
-    ka_write_i32(&w, 0);
-    assert_int_equal(ka_request_header_encode(&w, ka_request_header_version(api_key, version), &h),
-                     0);
-    assert_int_equal(enc(&w, version, body), 0);
-    ka_writer_patch_i32(&w, 0, (int32_t)(w.len - 4));
-    *len = w.len;
-    return w.buf;
-}
-
-static uint8_t *response_frame(int16_t api_key, int16_t version, int32_t cid, enc_fn enc,
-                               const void *body, size_t *len)
-{
-    ka_writer_t w;
-    struct ka_response_header h = {.correlation_id = cid};
-    ka_writer_init(&w, 1 << 20);
-    ka_write_i32(&w, 0);
-    assert_int_equal(
-        ka_response_header_encode(&w, ka_response_header_version(api_key, version), &h), 0);
-    assert_int_equal(enc(&w, version, body), 0);
-    ka_writer_patch_i32(&w, 0, (int32_t)(w.len - 4));
-    *len = w.len;
-    return w.buf;
-}
-
-/* Decodes a request frame's body (header skipped) into out. */
-static void decode_request(const uint8_t *frame, size_t len, ka_arena_t *arena, dec_fn dec,
-                           int16_t *version, void *out)
-{
-    ka_reader_t r;
-    struct ka_request_header h;
-    assert_int_equal((int32_t)(len - 4), (int32_t)((uint32_t)frame[0] << 24 | frame[1] << 16 |
-                                                   frame[2] << 8 | frame[3]));
-    ka_reader_init(&r, frame + 4, len - 4);
-    assert_int_equal(ka_request_header_read(&r, &h, NULL), 0);
-    *version = h.request_api_version;
-    assert_int_equal(dec(&r, h.request_api_version, arena, out), 0);
-}
-
-static void decode_response(const uint8_t *frame, size_t len, int16_t api_key, int16_t version,
-                            int32_t cid, ka_arena_t *arena, dec_fn dec, void *out)
-{
-    ka_reader_t r;
-    struct ka_response_header h;
-    assert_int_equal((int32_t)(len - 4), (int32_t)((uint32_t)frame[0] << 24 | frame[1] << 16 |
-                                                   frame[2] << 8 | frame[3]));
-    ka_reader_init(&r, frame + 4, len - 4);
-    assert_int_equal(
-        ka_response_header_decode(&r, ka_response_header_version(api_key, version), &h), 0);
-    assert_int_equal(h.correlation_id, cid);
-    assert_int_equal(dec(&r, version, arena, out), 0);
-}
+#include "adm_fixture.h"
 
 /* --- CreateTopics --------------------------------------------------------- */
-
-static struct ka_createtopics_request_creatable_topic ct_topic(const char *name, int32_t np,
-                                                               int16_t rf)
-{
-    struct ka_createtopics_request_creatable_topic t;
-    ka_createtopics_request_creatable_topic_init(&t);
-    t.name = S(name);
-    t.num_partitions = np;
-    t.replication_factor = rf;
-    return t;
-}
-
-static uint8_t *ct_request(int16_t version, struct ka_createtopics_request_creatable_topic *topics,
-                           int32_t n, bool validate_only, size_t *len)
-{
-    struct ka_createtopics_request req;
-    ka_createtopics_request_init(&req);
-    req.topics.count = n;
-    req.topics.items = topics;
-    req.validate_only = validate_only;
-    return request_frame(19, version, 77, (enc_fn)ka_createtopics_request_encode, &req, len);
-}
 
 /* Every CreateTopics version: all rejected, answered locally with code and message. */
 static void test_createtopics_local_answer_every_version(void **state)
@@ -173,10 +26,10 @@ static void test_createtopics_local_answer_every_version(void **state)
     (void)state;
     for (int16_t ver = 0; ver <= ka_decoded_max_version(19); ver++) {
         fx_t *f = fx_new(POLICY);
-        struct ka_createtopics_request_creatable_topic t[2] = {ct_topic("big-a", 20, 3),
-                                                               ct_topic("big-b", 30, 1)};
+        struct ka_createtopics_request_creatable_topic t[2] = {fx_ct_topic("big-a", 20, 3),
+                                                               fx_ct_topic("big-b", 30, 1)};
         size_t len;
-        uint8_t *frame = ct_request(ver, t, 2, false, &len);
+        uint8_t *frame = fx_ct_request(ver, t, 2, false, &len);
         ka_adm_outcome_t o;
         assert_int_equal(ka_adm_request(&f->ctx, frame, len, &o), 0);
         assert_int_equal(o.action, KA_ADM_ANSWER);
@@ -186,8 +39,7 @@ static void test_createtopics_local_answer_every_version(void **state)
         ka_arena_t arena;
         ka_arena_init(&arena, 1 << 20);
         struct ka_createtopics_response resp;
-        decode_response(o.bytes, o.len, 19, ver, 77, &arena,
-                        (dec_fn)ka_createtopics_response_decode, &resp);
+        fx_decode_response(o.bytes, o.len, 19, ver, 77, &arena, &resp);
         assert_int_equal(resp.topics.count, 2);
         assert_true(slice_is(resp.topics.items[0].name, "big-a"));
         assert_true(slice_is(resp.topics.items[1].name, "big-b"));
@@ -218,11 +70,11 @@ static void test_createtopics_admit_forwards_untouched(void **state)
         a[i].partition_index = i;
         a[i].broker_ids = (ka_i32_array_t){1, i == 0 ? b2 : b3};
     }
-    struct ka_createtopics_request_creatable_topic t = ct_topic("ok", -1, -1);
+    struct ka_createtopics_request_creatable_topic t = fx_ct_topic("ok", -1, -1);
     t.assignments.count = 2;
     t.assignments.items = a;
     size_t len;
-    uint8_t *frame = ct_request(7, &t, 1, false, &len);
+    uint8_t *frame = fx_ct_request(7, &t, 1, false, &len);
     ka_adm_outcome_t o;
     assert_int_equal(ka_adm_request(&f->ctx, frame, len, &o), 0);
     assert_int_equal(o.action, KA_ADM_FORWARD);
@@ -243,9 +95,9 @@ static void test_createtopics_place_rewrites_assignment(void **state)
 {
     (void)state;
     fx_t *f = fx_new(POLICY);
-    struct ka_createtopics_request_creatable_topic t = ct_topic("placed", 6, 2);
+    struct ka_createtopics_request_creatable_topic t = fx_ct_topic("placed", 6, 2);
     size_t len;
-    uint8_t *frame = ct_request(5, &t, 1, false, &len);
+    uint8_t *frame = fx_ct_request(5, &t, 1, false, &len);
     ka_adm_outcome_t o;
     assert_int_equal(ka_adm_request(&f->ctx, frame, len, &o), 0);
     assert_int_equal(o.action, KA_ADM_REWRITE);
@@ -254,7 +106,7 @@ static void test_createtopics_place_rewrites_assignment(void **state)
     ka_arena_init(&arena, 1 << 20);
     struct ka_createtopics_request req;
     int16_t ver;
-    decode_request(o.bytes, o.len, &arena, (dec_fn)ka_createtopics_request_decode, &ver, &req);
+    fx_decode_request(o.bytes, o.len, &arena, &ver, &req);
     assert_int_equal(ver, 5);
     assert_int_equal(req.topics.count, 1);
     const struct ka_createtopics_request_creatable_topic *rt = &req.topics.items[0];
@@ -283,9 +135,9 @@ static void test_createtopics_partial_subset_and_merge(void **state)
     for (int16_t ver = 0; ver <= 7; ver++) {
         fx_t *f = fx_new("{\"max.broker.partitions\": 10, \"auto.assignment\": \"bound\"}");
         struct ka_createtopics_request_creatable_topic t[3] = {
-            ct_topic("a", 1, 1), ct_topic("too-big", 40, 3), ct_topic("c", 1, 1)};
+            fx_ct_topic("a", 1, 1), fx_ct_topic("too-big", 40, 3), fx_ct_topic("c", 1, 1)};
         size_t len;
-        uint8_t *frame = ct_request(ver, t, 3, false, &len);
+        uint8_t *frame = fx_ct_request(ver, t, 3, false, &len);
         ka_adm_outcome_t o;
         assert_int_equal(ka_adm_request(&f->ctx, frame, len, &o), 0);
         assert_int_equal(o.action, KA_ADM_REWRITE);
@@ -300,7 +152,7 @@ static void test_createtopics_partial_subset_and_merge(void **state)
         ka_arena_init(&arena, 1 << 20);
         struct ka_createtopics_request req;
         int16_t rv;
-        decode_request(o.bytes, o.len, &arena, (dec_fn)ka_createtopics_request_decode, &rv, &req);
+        fx_decode_request(o.bytes, o.len, &arena, &rv, &req);
         assert_int_equal(req.topics.count, 2);
         assert_true(slice_is(req.topics.items[0].name, "a"));
         assert_true(slice_is(req.topics.items[1].name, "c"));
@@ -321,8 +173,7 @@ static void test_createtopics_partial_subset_and_merge(void **state)
         br.topics.count = 2;
         br.topics.items = res;
         size_t blen;
-        uint8_t *bframe =
-            response_frame(19, ver, 77, (enc_fn)ka_createtopics_response_encode, &br, &blen);
+        uint8_t *bframe = fx_response_frame(19, ver, 77, &br, &blen);
         uint8_t *merged = NULL;
         size_t mlen = 0;
         assert_int_equal(ka_adm_response(o.pending, bframe, blen, 1 << 20, &merged, &mlen), 0);
@@ -330,8 +181,7 @@ static void test_createtopics_partial_subset_and_merge(void **state)
         assert_int_equal(o.pending->items[0].broker_error, 0);
         assert_int_equal(o.pending->items[2].broker_error, 36);
         struct ka_createtopics_response mr;
-        decode_response(merged, mlen, 19, ver, 77, &arena, (dec_fn)ka_createtopics_response_decode,
-                        &mr);
+        fx_decode_response(merged, mlen, 19, ver, 77, &arena, &mr);
         assert_int_equal(mr.topics.count, 3);
         assert_true(slice_is(mr.topics.items[0].name, "a"));
         assert_int_equal(mr.topics.items[0].error_code, 0);
@@ -357,10 +207,10 @@ static void test_createtopics_validate_only_reserves_nothing(void **state)
 {
     (void)state;
     fx_t *f = fx_new(POLICY);
-    struct ka_createtopics_request_creatable_topic t[2] = {ct_topic("v1", 2, 3),
-                                                           ct_topic("v2", 40, 3)};
+    struct ka_createtopics_request_creatable_topic t[2] = {fx_ct_topic("v1", 2, 3),
+                                                           fx_ct_topic("v2", 40, 3)};
     size_t len;
-    uint8_t *frame = ct_request(7, t, 2, true, &len);
+    uint8_t *frame = fx_ct_request(7, t, 2, true, &len);
     ka_adm_outcome_t o;
     assert_int_equal(ka_adm_request(&f->ctx, frame, len, &o), 0);
     assert_int_equal(o.decision, KA_ADM_D_PARTIAL);
@@ -375,9 +225,9 @@ static void test_createtopics_audit_forwards(void **state)
 {
     (void)state;
     fx_t *f = fx_new("{\"max.broker.partitions\": 10, \"enforcement\": \"audit\"}");
-    struct ka_createtopics_request_creatable_topic t = ct_topic("huge", 40, 3);
+    struct ka_createtopics_request_creatable_topic t = fx_ct_topic("huge", 40, 3);
     size_t len;
-    uint8_t *frame = ct_request(7, &t, 1, false, &len);
+    uint8_t *frame = fx_ct_request(7, &t, 1, false, &len);
     ka_adm_outcome_t o;
     assert_int_equal(ka_adm_request(&f->ctx, frame, len, &o), 0);
     assert_int_equal(o.action, KA_ADM_FORWARD);
@@ -395,9 +245,9 @@ static void test_wait_for_fresh_view(void **state)
     (void)state;
     fx_t *f = fx_new(POLICY);
     f->ctx.want_fresh_view = true;
-    struct ka_createtopics_request_creatable_topic t = ct_topic("w", 1, 1);
+    struct ka_createtopics_request_creatable_topic t = fx_ct_topic("w", 1, 1);
     size_t len;
-    uint8_t *frame = ct_request(7, &t, 1, false, &len);
+    uint8_t *frame = fx_ct_request(7, &t, 1, false, &len);
     ka_adm_outcome_t o;
     assert_int_equal(ka_adm_request(&f->ctx, frame, len, &o), 0);
     assert_int_equal(o.action, KA_ADM_WAIT);
@@ -413,9 +263,9 @@ static void test_version_refused_and_decode_error(void **state)
 {
     (void)state;
     fx_t *f = fx_new(POLICY);
-    struct ka_createtopics_request_creatable_topic t = ct_topic("x", 1, 1);
+    struct ka_createtopics_request_creatable_topic t = fx_ct_topic("x", 1, 1);
     size_t len;
-    uint8_t *frame = ct_request(7, &t, 1, false, &len);
+    uint8_t *frame = fx_ct_request(7, &t, 1, false, &len);
     frame[4 + 2] = 0;
     frame[4 + 3] = 8; /* api_version 8 */
     ka_adm_outcome_t o;
@@ -437,35 +287,20 @@ static void test_version_refused_and_decode_error(void **state)
 
 /* --- CreatePartitions ------------------------------------------------------ */
 
-static uint8_t *cp_request(int16_t ver, const char *name, int32_t count, size_t *len)
-{
-    struct ka_createpartitions_request req;
-    struct ka_createpartitions_request_create_partitions_topic t;
-    ka_createpartitions_request_init(&req);
-    ka_createpartitions_request_create_partitions_topic_init(&t);
-    t.name = S(name);
-    t.count = count;
-    t.assignments.count = -1;
-    req.topics.count = 1;
-    req.topics.items = &t;
-    return request_frame(37, ver, 9, (enc_fn)ka_createpartitions_request_encode, &req, len);
-}
-
 static void test_createpartitions_local_answer_every_version(void **state)
 {
     (void)state;
     for (int16_t ver = 0; ver <= ka_decoded_max_version(37); ver++) {
         fx_t *f = fx_new(POLICY);
         size_t len;
-        uint8_t *frame = cp_request(ver, "three", 40, &len);
+        uint8_t *frame = fx_cp_request(ver, "three", 40, &len);
         ka_adm_outcome_t o;
         assert_int_equal(ka_adm_request(&f->ctx, frame, len, &o), 0);
         assert_int_equal(o.action, KA_ADM_ANSWER);
         ka_arena_t arena;
         ka_arena_init(&arena, 1 << 20);
         struct ka_createpartitions_response resp;
-        decode_response(o.bytes, o.len, 37, ver, 9, &arena,
-                        (dec_fn)ka_createpartitions_response_decode, &resp);
+        fx_decode_response(o.bytes, o.len, 37, ver, 9, &arena, &resp);
         assert_int_equal(resp.results.count, 1);
         assert_true(slice_is(resp.results.items[0].name, "three"));
         assert_int_equal(resp.results.items[0].error_code, 88);
@@ -482,7 +317,7 @@ static void test_createpartitions_place_rewrites(void **state)
     (void)state;
     fx_t *f = fx_new(POLICY);
     size_t len;
-    uint8_t *frame = cp_request(3, "three", 3, &len); /* 2 new partitions, rf 2 */
+    uint8_t *frame = fx_cp_request(3, "three", 3, &len); /* 2 new partitions, rf 2 */
     ka_adm_outcome_t o;
     assert_int_equal(ka_adm_request(&f->ctx, frame, len, &o), 0);
     assert_int_equal(o.action, KA_ADM_REWRITE);
@@ -490,7 +325,7 @@ static void test_createpartitions_place_rewrites(void **state)
     ka_arena_init(&arena, 1 << 20);
     struct ka_createpartitions_request req;
     int16_t rv;
-    decode_request(o.bytes, o.len, &arena, (dec_fn)ka_createpartitions_request_decode, &rv, &req);
+    fx_decode_request(o.bytes, o.len, &arena, &rv, &req);
     assert_int_equal(req.topics.items[0].count, 3);
     assert_int_equal(req.topics.items[0].assignments.count, 2);
     assert_int_equal(req.topics.items[0].assignments.items[1].broker_ids.count, 2);
@@ -526,8 +361,7 @@ static void test_reassign_partial_and_merge(void **state)
     req.topics.count = 1;
     req.topics.items = &topic;
     size_t len;
-    uint8_t *frame =
-        request_frame(45, 0, 5, (enc_fn)ka_alterpartitionreassignments_request_encode, &req, &len);
+    uint8_t *frame = fx_request_frame(45, 0, 5, &req, &len);
     ka_adm_outcome_t o;
     assert_int_equal(ka_adm_request(&f->ctx, frame, len, &o), 0);
     /* broker 2 hosts 1 replica, limit 3: partitions 0 and 1 fit, 2 and 3 not. */
@@ -538,8 +372,7 @@ static void test_reassign_partial_and_merge(void **state)
     ka_arena_init(&arena, 1 << 20);
     struct ka_alterpartitionreassignments_request fwd;
     int16_t rv;
-    decode_request(o.bytes, o.len, &arena, (dec_fn)ka_alterpartitionreassignments_request_decode,
-                   &rv, &fwd);
+    fx_decode_request(o.bytes, o.len, &arena, &rv, &fwd);
     assert_int_equal(fwd.topics.count, 1);
     assert_int_equal(fwd.topics.items[0].partitions.count, 2);
     assert_int_equal(fwd.topics.items[0].partitions.items[1].partition_index, 1);
@@ -560,15 +393,13 @@ static void test_reassign_partial_and_merge(void **state)
     br.responses.items = &bt;
     br.throttle_time_ms = 3;
     size_t blen;
-    uint8_t *bframe = response_frame(
-        45, 0, 5, (enc_fn)ka_alterpartitionreassignments_response_encode, &br, &blen);
+    uint8_t *bframe = fx_response_frame(45, 0, 5, &br, &blen);
     uint8_t *merged = NULL;
     size_t mlen;
     assert_int_equal(ka_adm_response(o.pending, bframe, blen, 1 << 20, &merged, &mlen), 0);
     assert_non_null(merged);
     struct ka_alterpartitionreassignments_response mr;
-    decode_response(merged, mlen, 45, 0, 5, &arena,
-                    (dec_fn)ka_alterpartitionreassignments_response_decode, &mr);
+    fx_decode_response(merged, mlen, 45, 0, 5, &arena, &mr);
     assert_int_equal(mr.throttle_time_ms, 3);
     assert_int_equal(mr.error_code, 0);
     assert_int_equal(mr.responses.count, 1);
@@ -599,8 +430,7 @@ static void test_reassign_undecodable_gets_error_answer(void **state)
     ka_arena_t arena;
     ka_arena_init(&arena, 1 << 20);
     struct ka_alterpartitionreassignments_response mr;
-    decode_response(o.bytes, o.len, 45, 0, 3, &arena,
-                    (dec_fn)ka_alterpartitionreassignments_response_decode, &mr);
+    fx_decode_response(o.bytes, o.len, 45, 0, 3, &arena, &mr);
     assert_int_equal(mr.error_code, 42);
     assert_true(mr.error_message.len > 0);
     ka_arena_destroy(&arena);
@@ -629,7 +459,7 @@ static void test_metadata_auto_create_denied_clears_flag(void **state)
         req.topics.items = t;
         req.allow_auto_topic_creation = 1;
         size_t len;
-        uint8_t *frame = request_frame(3, ver, 11, (enc_fn)ka_metadata_request_encode, &req, &len);
+        uint8_t *frame = fx_request_frame(3, ver, 11, &req, &len);
         ka_adm_outcome_t o;
         assert_int_equal(ka_adm_request(&f->ctx, frame, len, &o), 0);
         assert_int_equal(o.action, KA_ADM_REWRITE);
@@ -638,7 +468,7 @@ static void test_metadata_auto_create_denied_clears_flag(void **state)
         ka_arena_init(&arena, 1 << 20);
         struct ka_metadata_request fwd;
         int16_t rv;
-        decode_request(o.bytes, o.len, &arena, (dec_fn)ka_metadata_request_decode, &rv, &fwd);
+        fx_decode_request(o.bytes, o.len, &arena, &rv, &fwd);
         assert_int_equal(rv, ver);
         assert_int_equal(fwd.allow_auto_topic_creation, 0);
         assert_int_equal(fwd.topics.count, 2);
@@ -648,7 +478,7 @@ static void test_metadata_auto_create_denied_clears_flag(void **state)
 
         /* Existing topics only: nothing decided, forwarded untouched. */
         req.topics.count = 1;
-        frame = request_frame(3, ver, 12, (enc_fn)ka_metadata_request_encode, &req, &len);
+        frame = fx_request_frame(3, ver, 12, &req, &len);
         assert_int_equal(ka_adm_request(&f->ctx, frame, len, &o), 0);
         assert_int_equal(o.action, KA_ADM_FORWARD);
         assert_false(o.decided);
@@ -672,7 +502,7 @@ static void test_metadata_trailing_bytes_are_ignored(void **state)
     req.topics.items = &t;
     req.allow_auto_topic_creation = 1;
     size_t len;
-    uint8_t *frame = request_frame(3, 12, 13, (enc_fn)ka_metadata_request_encode, &req, &len);
+    uint8_t *frame = fx_request_frame(3, 12, 13, &req, &len);
     uint8_t *longer = malloc(len + 3);
     memcpy(longer, frame, len);
     memcpy(longer + len, "\x01\x00\x00", 3);
@@ -687,7 +517,7 @@ static void test_metadata_trailing_bytes_are_ignored(void **state)
     ka_arena_init(&arena, 1 << 20);
     struct ka_metadata_request fwd;
     int16_t rv;
-    decode_request(o.bytes, o.len, &arena, (dec_fn)ka_metadata_request_decode, &rv, &fwd);
+    fx_decode_request(o.bytes, o.len, &arena, &rv, &fwd);
     assert_int_equal(fwd.allow_auto_topic_creation, 0);
     ka_arena_destroy(&arena);
     ka_adm_outcome_release(&o);

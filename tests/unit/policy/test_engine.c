@@ -76,6 +76,7 @@ static void test_create_beyond_limits_is_rejected_with_each_broker_named(void **
     assert_int_equal(v.kind, KA_VERDICT_REJECT);
     assert_int_equal(v.error_code, 88);
     assert_int_equal(v.reservation_id, 0);
+    assert_int_equal(v.reason, KA_REASON_BROKER_LIMIT);
     assert_string_equal(v.message, PREFIX " 1 (limit 10, current 8, projected 11), 2 (limit 10, "
                                           "current 9, projected 12), 3 (limit 10, current 10, "
                                           "projected 13). " ADVICE);
@@ -292,8 +293,14 @@ static void test_reassignment_projects_current_minus_removed_plus_added(void **s
                         strlen(PREFIX " 3 (limit 2, current 2, projected 3)."));
     assert_int_equal(v[3].kind, KA_VERDICT_ADMIT);
     assert_int_equal(v[3].reservation_id, 0); /* a reorder adds nothing */
-    assert_int_equal(v[4].kind, KA_VERDICT_DEFER_TO_BROKER);
-    assert_int_equal(v[5].kind, KA_VERDICT_DEFER_TO_BROKER);
+    /* A topic or partition the view lacks is judged unknown, never passed unjudged. */
+    for (int i = 4; i < 6; i++) {
+        assert_int_equal(v[i].kind, KA_VERDICT_REJECT);
+        assert_int_equal(v[i].reason, KA_REASON_UNKNOWN_TOPIC);
+        assert_int_equal(v[i].error_code, KA_ENGINE_UNKNOWN_TOPIC_OR_PARTITION);
+    }
+    assert_non_null(strstr(v[4].message, "does not know topic missing even after a refresh"));
+    assert_non_null(strstr(v[5].message, "does not know partition 9 of topic t"));
     assert_int_equal(ka_reservations_broker_replicas(e.ledger, 3), 1);
     fx_release(v, 6);
     OK(ka_engine_alter_reassignments(&e.ctx, &cancel, 1, v));
@@ -393,6 +400,7 @@ static void test_stale_view_rejects_every_decision_and_says_how_old(void **state
     OK(ka_engine_create_topics(&e.ctx, &t, 1, &v));
     assert_int_equal(v.kind, KA_VERDICT_REJECT);
     assert_int_equal(v.error_code, 88);
+    assert_int_equal(v.reason, KA_REASON_STALE_VIEW);
     assert_string_equal(v.message,
                         "Cannot decide on this request: kadmit's cluster view is stale (taken "
                         "125000 ms ago; metadata.max.staleness.ms is 120000), so it rejects "
@@ -408,6 +416,7 @@ static void test_stale_view_rejects_every_decision_and_says_how_old(void **state
     e.ctx.view = NULL;
     OK(ka_engine_create_topics(&e.ctx, &t, 1, &v));
     assert_int_equal(v.kind, KA_VERDICT_REJECT);
+    assert_int_equal(v.reason, KA_REASON_NO_VIEW);
     assert_non_null(strstr(v.message, "no view of the cluster yet"));
     fx_release(&v, 1);
     env_free(&e);
@@ -463,10 +472,9 @@ static void assert_deferred(const ka_verdict_t *v, const char *reason)
 
 static void test_what_is_not_a_limit_question_is_left_to_the_broker(void **state)
 {
-    const int32_t ok_row[] = {1, 2}, dup_row[] = {1, 1}, unknown_row[] = {1, 9}, short_row[] = {1};
+    const int32_t ok_row[] = {1, 2}, dup_row[] = {1, 1}, short_row[] = {1};
     const ka_replica_assignment_t gap[] = {{0, ok_row, 2}, {2, ok_row, 2}};
     const ka_replica_assignment_t dup[] = {{0, dup_row, 2}};
-    const ka_replica_assignment_t unknown[] = {{0, unknown_row, 2}};
     const ka_replica_assignment_t mixed[] = {{0, ok_row, 2}, {1, short_row, 1}};
     const ka_replica_assignment_t one[] = {{0, ok_row, 2}};
     ka_create_topic_t t[] = {
@@ -481,11 +489,6 @@ static void test_what_is_not_a_limit_question_is_left_to_the_broker(void **state
          .num_partitions = -1,
          .replication_factor = -1,
          .assignments = dup,
-         .assignment_count = 1},
-        {.name = S("unknown"),
-         .num_partitions = -1,
-         .replication_factor = -1,
-         .assignments = unknown,
          .assignment_count = 1},
         {.name = S("mixed"),
          .num_partitions = -1,
@@ -503,17 +506,23 @@ static void test_what_is_not_a_limit_question_is_left_to_the_broker(void **state
         fx_create("zero", 0, 1),
         fx_create("rf-zero", 1, 0),
     };
-    const char *reasons[] = {
-        "already exists", "larger than the 3 brokers", "indices",           "broker 1 twice",
-        "broker 9",       "1 replicas, not 2",         "Kafka requires -1", "more than once",
-        "more than once", "name is not valid",         "num_partitions 0",  "replication_factor 0"};
+    const char *reasons[] = {"already exists",
+                             "larger than the 3 brokers",
+                             "indices",
+                             "broker 1 twice",
+                             "1 replicas, not 2",
+                             "Kafka requires -1",
+                             "more than once",
+                             "more than once",
+                             "name is not valid",
+                             "num_partitions 0",
+                             "replication_factor 0"};
     const size_t n = sizeof(t) / sizeof(t[0]);
     ka_create_partitions_t cp[] = {
-        {.name = S("missing"), .count = 5},
         {.name = S("exists"), .count = 1},
         {.name = S("exists"), .count = 3, .assignments = one, .assignment_count = 1},
     };
-    const char *cp_reasons[] = {"does not exist", "already has 1 partitions",
+    const char *cp_reasons[] = {"already has 1 partitions",
                                 "1 assignments were given for 2 new partitions"};
     struct env e;
     ka_verdict_t v[12];
@@ -525,11 +534,115 @@ static void test_what_is_not_a_limit_question_is_left_to_the_broker(void **state
     for (size_t i = 0; i < n; i++)
         assert_deferred(&v[i], reasons[i]);
     fx_release(v, n);
-    for (size_t i = 0; i < 3; i++) { /* one call each: "exists" twice would be a duplicate */
+    for (size_t i = 0; i < 2; i++) { /* one call each: "exists" twice would be a duplicate */
         OK(ka_engine_create_partitions(&e.ctx, &cp[i], 1, v));
         assert_deferred(&v[0], cp_reasons[i]);
         fx_release(v, 1);
     }
+    env_free(&e);
+}
+
+/* Invariant 6: what the view does not know is judged unknown, never passed on unjudged. */
+static void test_unknown_topic_or_broker_is_rejected_with_its_reason(void **state)
+{
+    const int32_t unknown_row[] = {1, 9};
+    const ka_replica_assignment_t unknown[] = {{0, unknown_row, 2}};
+    ka_create_topic_t t = {.name = S("new"),
+                           .num_partitions = -1,
+                           .replication_factor = -1,
+                           .assignments = unknown,
+                           .assignment_count = 1};
+    ka_create_partitions_t grow = {.name = S("missing"), .count = 5};
+    ka_create_topic_t made = fx_create("missing", 2, 1);
+    struct env e;
+    ka_verdict_t v;
+
+    (void)state;
+    env_init(&e, "{\"max.broker.partitions\": 10, \"reject.error.code\": 44}",
+             auto_view((const int32_t[]){0, 0, 0}, true));
+    OK(ka_engine_create_topics(&e.ctx, &t, 1, &v));
+    assert_int_equal(v.kind, KA_VERDICT_REJECT);
+    assert_int_equal(v.reason, KA_REASON_UNKNOWN_BROKER);
+    assert_int_equal(v.error_code, 44); /* the policy's code for a broker */
+    assert_int_equal(v.reservation_id, 0);
+    assert_non_null(strstr(v.message, "does not know broker 9 (named for partition 0) even after "
+                                      "a refresh"));
+    fx_release(&v, 1);
+    OK(ka_engine_create_partitions(&e.ctx, &grow, 1, &v));
+    assert_int_equal(v.kind, KA_VERDICT_REJECT);
+    assert_int_equal(v.reason, KA_REASON_UNKNOWN_TOPIC);
+    assert_int_equal(v.error_code, KA_ENGINE_UNKNOWN_TOPIC_OR_PARTITION);
+    assert_non_null(strstr(v.message, "does not know topic missing even after a refresh"));
+    fx_release(&v, 1);
+    /* Created through kadmit a moment ago: known, but not yet visible. */
+    OK(ka_engine_create_topics(&e.ctx, &made, 1, &v));
+    assert_true(v.reservation_id != 0);
+    fx_release(&v, 1);
+    OK(ka_engine_create_partitions(&e.ctx, &grow, 1, &v));
+    assert_int_equal(v.reason, KA_REASON_UNKNOWN_TOPIC);
+    assert_non_null(strstr(v.message, "Topic missing was admitted moments ago"));
+    fx_release(&v, 1);
+    env_free(&e);
+
+    env_init(&e, "{\"max.broker.partitions\": 10, \"enforcement\": \"audit\"}",
+             auto_view((const int32_t[]){0, 0, 0}, true));
+    OK(ka_engine_create_partitions(&e.ctx, &grow, 1, &v));
+    assert_int_equal(v.kind, KA_VERDICT_ADMIT); /* audit forwards it, flagged */
+    assert_true(v.audit);
+    assert_int_equal(v.reason, KA_REASON_UNKNOWN_TOPIC);
+    assert_int_equal(v.error_code, 0);
+    fx_release(&v, 1);
+    env_free(&e);
+}
+
+/* Phase 2: the same placement against a ledger of earlier intents. */
+static void test_recheck_keeps_the_placement_or_rejects_with_the_given_reason(void **state)
+{
+    ka_create_topic_t t = fx_create("orders", 3, 2);
+    ka_reservations_t *earlier;
+    struct env e;
+    ka_verdict_t v;
+    int32_t first[6];
+    uint64_t judged_id;
+
+    (void)state;
+    env_init(&e, "{\"max.broker.partitions\": 10}", fx_view(0, 3, (const int32_t[]){6, 6, 6}));
+    OK(ka_engine_create_topics(&e.ctx, &t, 1, &v));
+    assert_int_equal(v.kind, KA_VERDICT_ADMIT_WITH_ASSIGNMENT);
+    assert_true(v.claimed);
+    memcpy(first, v.assignment, sizeof(first));
+    judged_id = v.reservation_id;
+    /* Nothing earlier: it still fits, with the very same assignment. */
+    OK(ka_reservations_new(&earlier));
+    e.ctx.ledger = earlier;
+    OK(ka_engine_recheck(&e.ctx, &v, 1, KA_REASON_CONCURRENT));
+    assert_int_equal(v.kind, KA_VERDICT_ADMIT_WITH_ASSIGNMENT);
+    assert_memory_equal(v.assignment, first, sizeof(first));
+    assert_true(v.reservation_id != 0);
+    for (int32_t id = 1; id <= 3; id++)
+        assert_int_equal(ka_reservations_broker_replicas(earlier, id), 2);
+    ka_reservations_free(earlier);
+    /* An earlier intent took broker 1's headroom: now it is a rejection. */
+    OK(ka_reservations_new(&earlier));
+    e.ctx.ledger = earlier;
+    OK(ka_reservations_add(earlier,
+                           &(ka_reservation_spec_t){.topic = S("other"),
+                                                    .partition_count = 3,
+                                                    .new_partitions = 3,
+                                                    .deltas = &(ka_broker_delta_t){1, 3},
+                                                    .delta_count = 1,
+                                                    .expires_at_ms = 60000},
+                           &judged_id));
+    OK(ka_engine_recheck(&e.ctx, &v, 1, KA_REASON_CONCURRENT));
+    assert_int_equal(v.kind, KA_VERDICT_REJECT);
+    assert_int_equal(v.reason, KA_REASON_CONCURRENT);
+    assert_int_equal(v.error_code, 88);
+    assert_int_equal(v.reservation_id, 0);
+    assert_string_equal(v.message, PREFIX " 1 (limit 10, current 9, projected 11). " ADVICE);
+    assert_int_equal(ka_reservations_count(earlier), 1);
+    ka_reservations_free(earlier);
+    e.ctx.ledger = e.ledger;
+    fx_release(&v, 1);
     env_free(&e);
 }
 
@@ -681,6 +794,8 @@ int main(void)
         cmocka_unit_test(test_stale_view_rejects_every_decision_and_says_how_old),
         cmocka_unit_test(test_audit_forwards_unchanged_and_flags_what_enforce_rejects),
         cmocka_unit_test(test_what_is_not_a_limit_question_is_left_to_the_broker),
+        cmocka_unit_test(test_unknown_topic_or_broker_is_rejected_with_its_reason),
+        cmocka_unit_test(test_recheck_keeps_the_placement_or_rejects_with_the_given_reason),
         cmocka_unit_test(test_create_partitions_places_the_new_partitions),
         cmocka_unit_test(test_long_broker_lists_are_cut_with_a_count),
         cmocka_unit_test(test_place_prefers_brokers_with_more_headroom),
