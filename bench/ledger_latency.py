@@ -30,6 +30,7 @@ import sys
 import shutil
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,6 +147,13 @@ def measure(n: int, warmup: int) -> dict:
         ports |= {("ledger off", nd.id): nd.sidecar_port + OFF_SHIFT for nd in c.nodes}
         ports |= {("direct", nd.id): nd.direct_port for nd in c.nodes}
         wires = {k: Wire(p) for k, p in ports.items()}
+        for nd in c.nodes:  # untimed: until each ledger-on sidecar's ledger client is up
+            deadline = time.monotonic() + 60
+            while wires[("ledger on", nd.id)].create(f"bench-ledger-ready-{nd.id}-"
+                                                      f"{time.monotonic_ns()}")[1] != 0:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the ledger-on sidecar of broker {nd.id} never admits")
+                time.sleep(0.5)
         times: dict[str, list[float]] = {p: [] for p in PATHS}
         errors: dict[str, int] = {p: 0 for p in PATHS}
         stamp = time.strftime("%H%M%S")
@@ -166,8 +174,8 @@ def measure(n: int, warmup: int) -> dict:
     finally:
         for w in wires.values():
             w.close()
-        for proc, _, _ in procs:
-            proc.stop(10)
+        with ThreadPoolExecutor(max(1, len(procs))) as ex:
+            list(ex.map(lambda t: t[0].stop(10), procs))
         c.stop()
         shutil.rmtree(d, ignore_errors=True)
 

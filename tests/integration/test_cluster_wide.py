@@ -263,6 +263,8 @@ def cw(request):
             c.wait_topic_healthy(LEDGER)
         e.warm_up()
         yield e
+        with ThreadPoolExecutor(len(e.sc.items)) as ex:  # own_cluster stops them one by one
+            list(ex.map(lambda s: s.stop(), e.sc.items))
 
 
 @pytest.fixture(autouse=True)
@@ -449,7 +451,7 @@ def test_create_partitions_right_after_create_is_judged(cw: CW):
 # --- 7. a restarted sidecar rebuilds its state from the ledger --------------------------------------
 
 def test_restarted_sidecar_counts_intents_admitted_before_it_restarted(cw: CW):
-    """Sidecar 3 restarts right after two intents were admitted elsewhere: a real create through
+    """Sidecar 3 crashes and restarts right after two intents were admitted elsewhere: a real create through
     sidecar 1, and one whose topic never reached the brokers (its sidecar went away before
     forwarding; written here into the ledger with kcat). Only the ledger knows the second, yet
     the restarted sidecar counts it, until its outcome says "released"."""
@@ -463,7 +465,7 @@ def test_restarted_sidecar_counts_intents_admitted_before_it_restarted(cw: CW):
                                             "new_partitions": 1, "deltas": deltas}]})
     assert cw.create(1, real) == (0, None)
     s3 = cw.sc[3]
-    s3.stop()
+    s3.proc.kill()  # a crash: nothing is handed over, all comes back from the ledger
     cw.spawn(s3)
     cw.wait_reserved(3, {b: 1 for b in limits})
     post = [uniq(f"post{k}") for k in range(3)]
@@ -539,7 +541,7 @@ def test_ledger_unreachable_enforce_rejects_audit_forwards(cw: CW):
         assert clients.produce_acks1(node4.sidecar_port, data, 0, [b"still"])[0] == 0
         cw.assert_within({k: v + 3 for k, v in limits.items()})
     finally:
-        s4.stop()
+        s4.proc.kill()
         assert not s4.problems(expect_alive=False), s4.problems(expect_alive=False)
 
 
