@@ -13,8 +13,10 @@
  *   ANSWER   a complete local response: every item rejected;
  *   CLOSE    the version is above what kadmit decodes, or the body does
  *            not decode (message says which API, version and byte);
- *   WAIT     the caller asked to wait for a fresher view (want_fresh_view)
- *            and this request needs a decision: call again later.
+ *   WAIT     this request needs a decision on a fresher view: the caller
+ *            asked for one (want_fresh_view), or an item names a topic,
+ *            partition or broker the view does not know and the caller
+ *            allows waiting (may_wait_for_view). Call again after a refresh.
  * When `pending` is set, the broker's response must be passed to
  * ka_adm_response(): it merges the local rejections into it in request
  * order and marks the items the broker failed, whose reservations the

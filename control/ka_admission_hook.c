@@ -31,9 +31,13 @@ typedef struct waiter {
 /* A decision between its two phases: its intent is in the ledger. */
 typedef struct ledger_wait {
     struct ledger_wait *next;
-    const uint8_t *frame;    /* the held frame: how the resumed call finds its wait */
+    const uint8_t *frame; /* the held frame: how the resumed call finds its wait */
+    uint8_t *copy;        /* its bytes: a buffer reused by another frame is no match */
+    size_t len;
+    int64_t woken_at_ms;     /* a woken wait never resumed (its connection closed) goes */
     void (*wake)(void *arg); /* the relay's, bound by defer_cb */
     void *arg;
+    ka_admission_t *a;
     ka_adm_req_t *req;         /* judged once (phase 1) */
     ka_ledger_claims_t claims; /* phase 1's reservations, announced in the intent */
     uint64_t seq;              /* the intent */
@@ -140,11 +144,13 @@ static int defer_cb(void *user, void (*wake)(void *arg), void *arg)
     return 0;
 }
 
-static ledger_wait_t *take_wait(ka_admission_t *a, const uint8_t *frame, void *arg)
+static ledger_wait_t *take_wait(ka_admission_t *a, const uint8_t *frame, size_t len, void *arg)
 {
     for (ledger_wait_t **pp = &a->ledger_waits; *pp != NULL; pp = &(*pp)->next) {
         ledger_wait_t *w = *pp;
-        if ((frame != NULL && w->frame == frame) || (arg != NULL && w->arg == arg)) {
+        if ((frame != NULL && w->frame == frame && w->len == len &&
+             memcmp(w->copy, frame, len) == 0) ||
+            (arg != NULL && w->arg == arg)) {
             *pp = w->next;
             return w;
         }
@@ -174,13 +180,31 @@ static void wait_free(ka_admission_t *a, ledger_wait_t *w)
     }
     ka_ledger_claims_free(&w->claims);
     ka_adm_req_free(w->req);
+    free(w->copy);
     free(w);
+}
+
+/* The relay cancels a wait only until it is woken; one woken and never
+ * resumed belongs to a connection that closed meanwhile. */
+#define WOKEN_WAIT_MAX_MS 10000
+
+static void sweep_waits(ka_admission_t *a, int64_t now)
+{
+    for (ledger_wait_t **pp = &a->ledger_waits; *pp != NULL;) {
+        ledger_wait_t *w = *pp;
+        if (w->done && now - w->woken_at_ms > WOKEN_WAIT_MAX_MS) {
+            *pp = w->next;
+            wait_free(a, w);
+        } else {
+            pp = &w->next;
+        }
+    }
 }
 
 static void cancel_cb(void *user, void *arg)
 {
     ka_admission_t *a = user;
-    ledger_wait_t *w = take_wait(a, NULL, arg);
+    ledger_wait_t *w = take_wait(a, NULL, 0, arg);
     if (w != NULL) {
         wait_free(a, w);
         return;
@@ -323,10 +347,16 @@ static int apply_outcome(ka_admission_t *a, const ka_frame_header_t *hdr, ka_adm
     return 0;
 }
 
+static int64_t ledger_now(ledger_wait_t *w)
+{
+    return now_ms(w->a);
+}
+
 static void ledger_cb(void *arg, enum ka_ledger_status status, uint64_t order)
 {
     ledger_wait_t *w = arg;
     w->done = 1;
+    w->woken_at_ms = ledger_now(w);
     w->status = status;
     w->order = order;
     if (w->wake != NULL)
@@ -394,6 +424,7 @@ static int ledger_phase2(ka_admission_t *a, ledger_wait_t *w, const ka_frame_hea
     }
     ka_ledger_claims_free(&w->claims);
     ka_adm_req_free(w->req);
+    free(w->copy);
     free(w);
     return apply_outcome(a, hdr, &o, audit_mode, hs, v);
 }
@@ -422,10 +453,13 @@ static int ledger_phase1(ka_admission_t *a, const uint8_t *frame, size_t len, ka
         goto done;
     }
     ka_adm_req_reservations(req, ids, n);
-    if (!ka_ledger_usable(a->ledger_client) ||
+    if ((w->copy = malloc(len)) != NULL)
+        memcpy(w->copy, frame, len);
+    if (w->copy == NULL || !ka_ledger_usable(a->ledger_client) ||
         ka_ledger_claims_take(&w->claims, a->ledger, ids, n) < 0 ||
         ka_ledger_append_intent(a->ledger_client, ids, n, ledger_cb, w, &w->seq) < 0) {
         ka_ledger_claims_free(&w->claims);
+        free(w->copy);
         free(w);
         free(ids);
         a->srv->metrics.ledger_failures++;
@@ -433,7 +467,9 @@ static int ledger_phase1(ka_admission_t *a, const uint8_t *frame, size_t len, ka
         goto finish;
     }
     free(ids);
+    w->a = a;
     w->frame = frame;
+    w->len = len;
     w->req = req;
     w->next = a->ledger_waits;
     a->ledger_waits = w;
@@ -456,7 +492,8 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
 
     memset(v, 0, sizeof(*v));
     v->kind = KA_HOOK_FORWARD;
-    ledger_wait_t *w = resumed ? take_wait(a, frame, NULL) : NULL;
+    sweep_waits(a, now_ms(a));
+    ledger_wait_t *w = resumed ? take_wait(a, frame, *len, NULL) : NULL;
     if (w != NULL)
         return ledger_phase2(a, w, hdr, v);
     ka_adm_ctx_t ctx = decision_ctx(a, resumed);
@@ -633,6 +670,11 @@ int ka_admission_upstream_connected(const ka_admission_t *a)
     return a->mdc != NULL && ka_mdc_connected(a->mdc);
 }
 
+int ka_admission_ledger_usable(const ka_admission_t *a)
+{
+    return a->ledger_client == NULL || ka_ledger_usable(a->ledger_client);
+}
+
 int64_t ka_admission_now_ms(ka_admission_t *a)
 {
     return now_ms(a);
@@ -653,6 +695,7 @@ void ka_admission_stop(ka_admission_t *a)
         a->ledger_waits = w->next;
         ka_ledger_claims_free(&w->claims);
         ka_adm_req_free(w->req);
+        free(w->copy);
         free(w);
     }
     free(a->waiters);

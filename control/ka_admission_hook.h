@@ -7,7 +7,10 @@
  * CreateTopics, CreatePartitions, AlterPartitionReassignments and Metadata
  * in the server's table. Each handler feeds the frame to ka_admission.c and
  * maps its action to a relay verdict; a decision that wants a fresher view
- * DEFERs until the metadata client's refresh completes (or fails).
+ * DEFERs until the metadata client's refresh completes (or fails). With
+ * --ledger on, a decision that admits anything also DEFERs until its intent
+ * is read back from the cluster-wide ledger (ka_ledger.h), then is checked
+ * again against the intents ordered before it.
  */
 #ifndef KA_ADMISSION_HOOK_H
 #define KA_ADMISSION_HOOK_H
@@ -33,6 +36,8 @@ ka_cluster_t *ka_admission_view(const ka_admission_t *a);
 const ka_reservations_t *ka_admission_ledger(const ka_admission_t *a);
 /* True while the metadata client is connected to the broker. */
 int ka_admission_upstream_connected(const ka_admission_t *a);
+/* True with --ledger off, or once the ledger client reads the ledger (decisions can be ordered). */
+int ka_admission_ledger_usable(const ka_admission_t *a);
 /* Now, on the clock the cluster view's taken_at_ms uses (the loop's). */
 int64_t ka_admission_now_ms(ka_admission_t *a);
 /* Stops the metadata client and frees everything once the loop has closed its handles. */

@@ -479,6 +479,7 @@ int ka_ledger_start(uv_loop_t *loop, const ka_ledger_config_t *cfg, ka_reservati
     uv_timer_init(loop, &l->tick);
     l->tick.data = l;
     uv_timer_start(&l->tick, tick_cb, TICK_MS, TICK_MS);
+    uv_unref((uv_handle_t *)&l->tick); /* never keeps the loop alive: a drain can end */
     *out = l;
     return 0;
 }

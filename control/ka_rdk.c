@@ -276,6 +276,7 @@ int ka_rdk_new(uv_loop_t *loop, const ka_rdk_settings_t *s, ka_rdk_event_cb cb, 
     r->poll_started = 1;
     r->poll_closed = 0;
     uv_poll_start(&r->poll, UV_READABLE, poll_cb);
+    uv_unref((uv_handle_t *)&r->poll); /* never keeps the loop alive: a drain can end */
     /* librdkafka only signals a queue that turns non-empty: events queued
      * before the fd was enabled would wait for the next one. Serve once. */
     kick(r);

@@ -21,7 +21,8 @@
  * checks the broker's name against the bootstrap host (it has no separate
  * SNI setting), so --upstream-server-name does not apply here.
  *
- * Not thread-safe: one owner on the loop. ka_rdk_blocking_run() is the one
+ * The watch does not keep the loop alive (uv_unref), so a drain can end
+ * while a handle is open. Not thread-safe: one owner on the loop. ka_rdk_blocking_run() is the one
  * way to call librdkafka's blocking functions (rd_kafka_offsets_for_times):
  * on libuv's thread pool, with the result back on the loop.
  */

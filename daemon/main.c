@@ -199,6 +199,11 @@ static bool op_ready(void *ctx, char *why, size_t len)
                  now - ka_cluster_taken_at_ms(view), ka_policy_metadata_max_staleness_ms(policy));
         return false;
     }
+    if (!ka_admission_ledger_usable(a)) {
+        snprintf(why, len, "the admission ledger (topic %s) is not being read yet",
+                 srv->cfg->ledger_topic);
+        return false;
+    }
     return true;
 }
 

@@ -9,3 +9,5 @@ ka_unit_test(test_control_ledger_record
   SOURCES ${KA_CONTROL_TEST_DIR}/test_ledger_record.c LIBS ka_control_core)
 ka_unit_test(test_control_ledger_state
   SOURCES ${KA_CONTROL_TEST_DIR}/test_ledger_state.c LIBS ka_control_core)
+ka_unit_test(test_control_ledger_claims
+  SOURCES ${KA_CONTROL_TEST_DIR}/test_ledger_claims.c LIBS ka_control_core)
