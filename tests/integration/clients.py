@@ -316,7 +316,8 @@ def create_topics_v5(cid: int, topics: list[tuple], timeout_ms: int = 30000,
         if len(t) == 2:
             name, assignment = t
             parts, rf = -1, -1
-            assign = [_struct.pack(">i", i) + _int32s(r) + NO_TAGS for i, r in enumerate(assignment)]
+            assign = [_struct.pack(">i", i) + _int32s(r) + NO_TAGS
+                      for i, r in enumerate(assignment)]
         else:
             name, parts, rf = t
             assign = []

@@ -213,7 +213,8 @@ class CW:
         return code, msg
 
     def create_assigned(self, sidecar: int, name: str, assignment: list[list[int]]) -> int:
-        body = clients.raw_call(self.port(sidecar), clients.create_topics_v5(1, [(name, assignment)]))
+        frame = clients.create_topics_v5(1, [(name, assignment)])
+        body = clients.raw_call(self.port(sidecar), frame)
         (_, code, msg), = clients.parse_create_topics_v5(body)
         return code
 
@@ -465,13 +466,13 @@ def test_create_partitions_right_after_create_is_judged(cw: CW):
     assert counts == limits
 
 
-# --- 7. a restarted sidecar rebuilds its state from the ledger --------------------------------------
+# --- 7. a restarted sidecar rebuilds its state from the ledger ------------------------------------
 
 def test_restarted_sidecar_counts_intents_admitted_before_it_restarted(cw: CW):
-    """Sidecar 3 crashes and restarts right after two intents were admitted elsewhere: a real create through
-    sidecar 1, and one whose topic never reached the brokers (its sidecar went away before
-    forwarding; written here into the ledger with kcat). Only the ledger knows the second, yet
-    the restarted sidecar counts it, until its outcome says "released"."""
+    """Sidecar 3 crashes and restarts right after two intents were admitted elsewhere: a real
+    create through sidecar 1, and one whose topic never reached the brokers (its sidecar went
+    away before forwarding; written here into the ledger with kcat). Only the ledger knows the
+    second, yet the restarted sidecar counts it, until its outcome says "released"."""
     limits = cw.set_headroom(4)
     ghost, real = uniq("ghost"), uniq("real")
     deltas = [[b, 1] for b in sorted(limits)]
@@ -508,7 +509,7 @@ def test_restarted_sidecar_counts_intents_admitted_before_it_restarted(cw: CW):
     assert clients.text(p).split() == ["after-restart"]
 
 
-# --- 6. the ledger unreachable ----------------------------------------------------------------------
+# --- 6. the ledger unreachable --------------------------------------------------------------------
 
 def test_ledger_unreachable_enforce_rejects_audit_forwards(cw: CW):
     """A 4th sidecar in front of broker 1 whose --ledger-bootstrap is a closed port: in enforce
@@ -534,8 +535,8 @@ def test_ledger_unreachable_enforce_rejects_audit_forwards(cw: CW):
         t = uniq("noledger")
         t0 = time.monotonic()
         code, msg = cw.create(0, t, port=node4.sidecar_port)
-        assert code != 0 and msg and re.search(r"admission ledger\b.*(did not answer|unreachable)", msg), \
-            (code, msg)
+        said = msg and re.search(r"admission ledger\b.*(did not answer|unreachable)", msg)
+        assert code != 0 and said, (code, msg)
         assert time.monotonic() - t0 < LEDGER_TIMEOUT_MS / 1000 + 5
         assert cw.partitions(t) is None
         assert clients.produce_acks1(node4.sidecar_port, data, 0, [b"via-4"])[0] == 0
@@ -558,13 +559,13 @@ def test_ledger_unreachable_enforce_rejects_audit_forwards(cw: CW):
                  and "ledger" in line and not line.endswith(" 0")]
         assert audit, "no audit decision counted for the unreachable ledger:\n" + metrics
         assert clients.produce_acks1(node4.sidecar_port, data, 0, [b"still"])[0] == 0
-        cw.assert_within({k: v + 3 for k, v in limits.items()})
+        cw.assert_within(limits)
     finally:
         s4.stop()
         assert not s4.problems(expect_alive=False), s4.problems(expect_alive=False)
 
 
-# --- 5. the ledger's leader killed during a burst (last: it disturbs the cluster) --------------------
+# --- 5. the ledger's leader killed during a burst (last: it disturbs the cluster) -----------------
 
 def test_ledger_leader_killed_during_burst_no_overshoot_then_resumes(cw: CW):
     """RF-2 creates through the two sidecars whose brokers survive, while the ledger partition's
@@ -598,16 +599,18 @@ def test_ledger_leader_killed_during_burst_no_overshoot_then_resumes(cw: CW):
                 time.sleep(0.02)
             cw.c.kill_node(leader)
             killed_at.append(time.monotonic())
+            while cw.ledger_leader() in (-1, leader):
+                assert time.monotonic() < deadline, "Kafka elected no new ledger leader"
+                time.sleep(0.2)
+            elected_at = time.monotonic()
             while not all(f.done() for f in futures) and time.monotonic() < deadline:
                 time.sleep(0.1)
             stop.set()
             for f in futures:
                 f.result()
-        new_leader = cw.ledger_leader()
-        assert new_leader not in (-1, leader), new_leader
         after = [r for r in results if r[0] > killed_at[0]]
-        assert any(code == 0 for _, _, code, _ in after), "admission never resumed:\n" + \
-            "\n".join(map(str, after))
+        resumed = [r for r in after if r[0] > elected_at and r[2] == 0]
+        assert resumed, "admission never resumed:\n" + "\n".join(map(str, after))
         for _, _, code, msg in results:
             assert code in (0, WILL_EXCEED) and (code == 0 or msg), (code, msg)
         assert any(is_limit_rejection(code, msg) for _, _, code, msg in after), after
