@@ -187,3 +187,24 @@ def test_unreachable_ledger_rejects_admissions_but_forwards_the_rest(led):
     finally:
         rc = k.stop(timeout=10)
     assert rc == 0, f"kadmit did not drain and exit on SIGTERM (rc {rc})"
+
+
+def test_restarted_sidecar_reads_the_ledger_from_the_intents_that_still_count(led):
+    """A sidecar that restarts starts reading at the first record younger than the intent TTL
+    (here: the first record of all, written a minute ago), not at the end."""
+    s = led.sc[1]
+    s.stop()
+    start = s.log.stat().st_size if s.log.exists() else 0
+    env = dict(os.environ)
+    s.proc.spawn([str(s.binary), "--listen", s.listen, "--upstream", s.upstream, "--admin",
+                  s.admin, "--policy", str(led.policy), "--ledger", "on", "--sidecar-id",
+                  "sidecar-1", "--log-level", "info"], env=env)
+    deadline = time.monotonic() + 60
+    line = ""
+    while not line:
+        assert s.proc.alive(), tail(s.log)
+        assert time.monotonic() < deadline, tail(s.log)
+        text = s.log.read_text(errors="replace")[start:]
+        line = next((x for x in text.splitlines() if "ledger reading" in x), "")
+        time.sleep(0.1)
+    assert "from_offset=0" in line, line
