@@ -11,6 +11,8 @@ Parts (each repetition interleaves the paths, rotating which goes first):
   sweep     producer throughput with 10 .. 10,000 partitions, direct and through kadmit
   limit     kadmit with a max.broker.partitions policy: topics are created until rejected (88),
             and the broker's partition count stays at or below the limit
+  ledger    the latency the cluster-wide ledger adds to an admitted CreateTopics, 3 brokers,
+            ledger on / ledger off / direct (bench/ledger_latency.py, its own cluster)
 
 Writes OUT/results.json, OUT/results.md and OUT/*.png (gnuplot). Parameters come from the
 environment (see PARAMS below); every port is an offset plus $KADMIT_TEST_PORT_BASE.
@@ -69,6 +71,8 @@ PARAMS = {
     "BENCH_SWEEP_WARMUP": (50000, 0, "warmup records per sweep run"),
     "BENCH_LIMIT_HEADROOM": (100, 0, "limit run: max.broker.partitions = current + this (0: skip)"),
     "BENCH_TLS_RECORDS": (300000, 20000, "producer records per TLS run, both legs TLS (0: skip)"),
+    "BENCH_LEDGER_CREATES": (200, 0, "sequential creates per path of the ledger part (0: skip)"),
+    "BENCH_LEDGER_WARMUP": (20, 0, "of those, the first ones reported apart as warmup"),
 }
 
 OFF_FWD_SINK, OFF_FWD_KADMIT, OFF_FWD_HAPROXY = 31000, 31010, 31020
@@ -681,6 +685,10 @@ def markdown(res: dict) -> str:
                    [[s["topic"], s.get("partitions", lim["per_topic"]), s["error_code"], s["broker_partitions"], s["admin_partitions"],
                      s["admin_reserved"], s["limit"]] for s in lim["steps"]])
         L += [f"Rejection message: {lim['rejected_message']}", ""]
+    led = res.get("ledger")
+    if led:
+        L += ["## Cluster-wide ledger: latency added to an admitted CreateTopics", "",
+              led["markdown"], ""]
     L += ["## Plots", ""] + [f"![{x}]({x})" for x in res.get("plots", [])] + [""]
     return "\n".join(L)
 
@@ -816,7 +824,7 @@ def main() -> int:
     ap.add_argument("--smoke", action="store_true", help="a tiny run (< 60 s) that checks the "
                     "suite works; the numbers mean nothing")
     ap.add_argument("--out", help="output directory (default bench/results/<timestamp>)")
-    ap.add_argument("--only", default="fwd,kafka,sweep,limit,tls",
+    ap.add_argument("--only", default="fwd,kafka,sweep,limit,tls,ledger",
                     help="comma-separated parts to run (default all)")
     ap.add_argument("--build", default=str(ROOT / "build" / "bench"),
                     help="directory with bench_fwd_gen and bench_fwd_sink")
@@ -877,6 +885,9 @@ def main() -> int:
                 k.stop()
         if "tls" in parts and p["BENCH_TLS_RECORDS"] > 0:
             res["tls"] = bench_tls(p)
+        if "ledger" in parts and p["BENCH_LEDGER_CREATES"] > 0:
+            import ledger_latency
+            res["ledger"] = ledger_latency.run(p["BENCH_LEDGER_CREATES"], p["BENCH_LEDGER_WARMUP"])
     finally:
         if args.merge and res.get("sessions"):
             res["sessions"][-1] |= {"load_end": load_triplet(), "wall_s": time.monotonic() - t0}

@@ -233,3 +233,259 @@ def finish_consumer(bg: Background, records: int, timeout: float) -> int:
     if rc != 0 or got != records:
         raise CommandFailed(f"consumer exit {rc}, {got}/{records} records\n{err[-3000:]}")
     return got
+
+
+# --- raw admission requests (flexible versions), one sidecar at a time ----------------------
+#
+# A real client sends its admin requests to whichever broker its Metadata named, so only a raw
+# connection can say which sidecar judges a request. These speak the flexible versions (request
+# header v2, response header v1): CreateTopics v5, CreatePartitions v2 and
+# AlterPartitionReassignments v0. Each result is (name, error_code, error_message).
+
+import struct as _struct  # noqa: E402
+
+import kafka_wire as _kw  # noqa: E402
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _cstr(s: str | None) -> bytes:
+    if s is None:
+        return b"\x00"
+    b = s.encode()
+    return _uvarint(len(b) + 1) + b
+
+
+def _carr(items: list[bytes] | None) -> bytes:
+    return b"\x00" if items is None else _uvarint(len(items) + 1) + b"".join(items)
+
+
+def _int32s(xs: list[int]) -> bytes:
+    return _carr([_struct.pack(">i", x) for x in xs])
+
+
+NO_TAGS = b"\x00"
+
+
+def _flex_request(api_key: int, version: int, cid: int, body: bytes) -> bytes:
+    # request header v2 = header v1 + its (empty) tagged fields
+    return _kw.request(api_key, version, cid, NO_TAGS + body, client_id="kadmit-it-raw")
+
+
+class FlexReader(_kw.Reader):
+    def uvarint(self) -> int:
+        value, shift, more = 0, 0, True
+        while more:
+            byte = self.data[self.pos]
+            self.pos += 1
+            value |= (byte & 0x7F) << shift
+            shift, more = shift + 7, byte >= 0x80
+        return value
+
+    def cstring(self) -> str | None:
+        n = self.uvarint() - 1
+        if n < 0:
+            return None
+        s = self.data[self.pos:self.pos + n].decode()
+        self.pos += n
+        return s
+
+    def carray(self, item) -> list:
+        n = self.uvarint() - 1
+        return [] if n < 0 else [item() for _ in range(n)]
+
+    def skip_tags(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.pos += self.uvarint()
+
+
+def create_topics_v5(cid: int, topics: list[tuple], timeout_ms: int = 30000,
+                     validate_only: bool = False) -> bytes:
+    """topics: (name, partitions, rf) or (name, assignment) with assignment a list of replica
+    lists (partition i gets assignment[i])."""
+    items = []
+    for t in topics:
+        if len(t) == 2:
+            name, assignment = t
+            parts, rf = -1, -1
+            assign = [_struct.pack(">i", i) + _int32s(r) + NO_TAGS
+                      for i, r in enumerate(assignment)]
+        else:
+            name, parts, rf = t
+            assign = []
+        items.append(_cstr(name) + _struct.pack(">ih", parts, rf) + _carr(assign) + _carr([])
+                     + NO_TAGS)
+    body = _carr(items) + _struct.pack(">i?", timeout_ms, validate_only) + NO_TAGS
+    return _flex_request(19, 5, cid, body)
+
+
+def parse_create_topics_v5(body: bytes) -> list[tuple[str, int, str | None]]:
+    r = FlexReader(body)
+    r.skip_tags()  # response header v1
+    r.take(">i")  # throttle
+
+    def config():
+        r.cstring(), r.cstring(), r.take(">?bb")
+        r.skip_tags()
+
+    def topic():
+        name, code, msg = r.cstring(), r.take(">h"), r.cstring()
+        r.take(">ih")  # partitions, replication factor
+        r.carray(config)
+        r.skip_tags()
+        return name, code, msg
+
+    return r.carray(topic)
+
+
+def create_partitions_v2(cid: int, totals: dict[str, int], timeout_ms: int = 30000) -> bytes:
+    """Grows each topic to its total partition count (the broker or kadmit places them)."""
+    items = [_cstr(name) + _struct.pack(">i", n) + b"\x00" + NO_TAGS for name, n in totals.items()]
+    return _flex_request(37, 2, cid, _carr(items) + _struct.pack(">i?", timeout_ms, False)
+                         + NO_TAGS)
+
+
+def parse_create_partitions_v2(body: bytes) -> list[tuple[str, int, str | None]]:
+    r = FlexReader(body)
+    r.skip_tags()
+    r.take(">i")
+
+    def result():
+        out = (r.cstring(), r.take(">h"), r.cstring())
+        r.skip_tags()
+        return out
+
+    return r.carray(result)
+
+
+def alter_reassignments_v0(cid: int, moves: dict[tuple[str, int], list[int]],
+                           timeout_ms: int = 30000) -> bytes:
+    """moves: (topic, partition) -> the partition's new replica list."""
+    by_topic: dict[str, list[bytes]] = {}
+    for (topic, part), replicas in moves.items():
+        by_topic.setdefault(topic, []).append(_struct.pack(">i", part) + _int32s(replicas)
+                                              + NO_TAGS)
+    items = [_cstr(t) + _carr(ps) + NO_TAGS for t, ps in by_topic.items()]
+    return _flex_request(45, 0, cid, _struct.pack(">i", timeout_ms) + _carr(items) + NO_TAGS)
+
+
+def parse_alter_reassignments_v0(body: bytes) -> tuple[int, list[tuple[str, int, str | None]]]:
+    """(top-level error code, [("topic:partition", error_code, error_message)])."""
+    r = FlexReader(body)
+    r.skip_tags()
+    r.take(">i")
+    top = r.take(">h")
+    r.cstring()
+    out = []
+
+    def partition(topic):
+        idx, code, msg = r.take(">i"), r.take(">h"), r.cstring()
+        r.skip_tags()
+        out.append((f"{topic}:{idx}", code, msg))
+
+    def topic():
+        name = r.cstring()
+        r.carray(lambda: partition(name))
+        r.skip_tags()
+
+    r.carray(topic)
+    return top, out
+
+
+def raw_call(port: int, frame: bytes, timeout: float = 60.0) -> bytes:
+    """One request on a fresh connection to 127.0.0.1:port; the response body (header
+    included after the correlation id)."""
+    with _kw.Connection("127.0.0.1", port, timeout=timeout) as c:
+        _, body = c.call(frame)
+        return body
+
+
+def produce_acks1(port: int, topic: str, partition: int, values: list[bytes]) -> tuple[int, int]:
+    """Produce v3 with acks=1 through port: (error_code, base_offset)."""
+    body = raw_call(port, _kw.produce_request(1, topic, partition, values, acks=1))
+    r = _kw.Reader(body)
+    r.take(">i")  # topics
+    r.string()
+    r.take(">i")  # partitions
+    _, code, base, _ = r.take(">ihqq")
+    return code, base
+
+
+def fetch_records(port: int, topic: str, partition: int, offset: int = 0) -> tuple[int, bytes]:
+    """Fetch v4 through port: (error_code, the partition's record bytes)."""
+    body = raw_call(port, _kw.fetch_v4(1, topic, partition, offset))
+    r = _kw.Reader(body)
+    r.take(">i")  # throttle
+    r.take(">i")  # responses
+    r.string()
+    r.take(">i")  # partitions
+    _, code, _, _ = r.take(">ihqq")
+    r.array(lambda: r.take(">qq"))  # aborted transactions
+    n = r.take(">i")
+    return code, body[r.pos:r.pos + max(n, 0)]
+
+
+# --- confluent-kafka (librdkafka's admin API) -------------------------------------------------
+
+def rdk_results(futures: dict, timeout: float = 90.0) -> dict[str, tuple[int, str | None]]:
+    """{name: (error code, message)} of an AdminClient call's futures (0 when it succeeded)."""
+    from confluent_kafka import KafkaException
+    out = {}
+    for name, f in futures.items():
+        try:
+            f.result(timeout)
+            out[name] = (0, None)
+        except KafkaException as e:
+            err = e.args[0]
+            out[name] = (err.code(), err.str())
+    return out
+
+
+def rdk_create_topics(bootstrap: str, specs: list[tuple[str, int, int]],
+                      timeout: float = 90.0) -> dict[str, tuple[int, str | None]]:
+    """Creates (name, partitions, rf) topics in one CreateTopics request with confluent-kafka."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    fs = admin.create_topics([NewTopic(n, p, r) for n, p, r in specs],
+                             operation_timeout=30, request_timeout=60)
+    return rdk_results(fs, timeout)
+
+
+def rdk_create_partitions(bootstrap: str, totals: dict[str, int],
+                          timeout: float = 90.0) -> dict[str, tuple[int, str | None]]:
+    from confluent_kafka.admin import AdminClient, NewPartitions
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    fs = admin.create_partitions([NewPartitions(t, n) for t, n in totals.items()],
+                                 operation_timeout=30, request_timeout=60)
+    return rdk_results(fs, timeout)
+
+
+# --- the Java AdminClient (tests/integration/java/AdmissionClient.java) ---------------------------
+
+def java_build_admission_client(kafka_home_: Path, classes: Path) -> Path:
+    classes.mkdir(parents=True, exist_ok=True)
+    source = Path(__file__).resolve().parent / "java" / "AdmissionClient.java"
+    run(["javac", "-nowarn", "-cp", f"{kafka_home_}/libs/*", "-d", str(classes), str(source)],
+        timeout=180)
+    return classes
+
+
+def java_create_topics(kafka_home_: Path, classes: Path, bootstrap: str,
+                       specs: list[tuple[str, int, int]]) -> dict[str, str]:
+    """One createTopics call from the Java AdminClient: {name: "OK" | "ERROR Class: message"}."""
+    argv = ["java", "-cp", f"{classes}:{kafka_home_}/libs/*", "-Dlog4j2.level=off",
+            "AdmissionClient", "create", bootstrap, "false", *[f"{n}:{p}:{r}" for n, p, r in specs]]
+    results = {}
+    for line in text(run(argv, timeout=120)).splitlines():
+        if line.startswith("RESULT "):
+            name, verdict = line[len("RESULT "):].split(" ", 1)
+            results[name] = verdict
+    return results

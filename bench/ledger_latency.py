@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""What the cluster-wide ledger adds to an admitted CreateTopics (not a test: nothing is asserted).
+
+A 3-broker KRaft cluster (the harness's kafka_cluster.py) with two kadmit sidecars per broker,
+both judging with the same permissive --policy: one with `--ledger on` (the decision waits for
+its intent to come back from `__kadmit_ledger`), one with `--ledger off` (the sidecar decides
+alone). Each round creates one single-partition RF-3 topic on each path, direct to the broker
+too, in an order that rotates from round to round; round k goes to broker k mod 3, through that
+broker's sidecars. One connection per path and broker stays open, as a client's would, and the
+time is from sending the request to reading its answer. The first WARMUP rounds are reported
+apart from the steady state.
+
+    KADMIT_BIN=build/kadmit KADMIT_TEST_PORT_BASE=0 N=200 WARMUP=20 \\
+        python3 bench/ledger_latency.py [--json OUT.json]
+
+Ports: the harness's, plus KADMIT_TEST_PORT_BASE + 370; the ledger-off sidecars listen 100
+above the ledger-on ones (listener and admin port).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import socket
+import statistics
+import struct
+import sys
+import shutil
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+for where in (ROOT / "scripts" / "harness", ROOT / "tests" / "integration"):
+    if (where / "kafka_cluster.py").exists():
+        sys.path.insert(0, str(where))
+        break
+import kafka_cluster as kc  # noqa: E402
+
+OFFSET = 370
+OFF_SHIFT = 100  # the ledger-off sidecars' ports, above the ledger-on ones
+PATHS = ("direct", "ledger off", "ledger on")
+
+
+# --- CreateTopics v4 on one persistent connection ----------------------------------------------
+
+def _kstr(s: str) -> bytes:
+    b = s.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+class Wire:
+    """A blocking connection that sends one CreateTopics v4 at a time."""
+
+    def __init__(self, port: int):
+        self.sock = socket.create_connection((kc.HOST, port), timeout=60)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.cid = 0
+
+    def _read(self, n: int) -> bytes:
+        chunks, left = [], n
+        while left:
+            chunk = self.sock.recv(left)
+            if not chunk:
+                raise ConnectionError("connection closed")
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+    def create(self, topic: str, partitions: int = 1, rf: int = 3) -> tuple[float, int]:
+        """(seconds from send to answer, error code)."""
+        self.cid += 1
+        body = (struct.pack(">i", 1) + _kstr(topic) + struct.pack(">ihii", partitions, rf, 0, 0)
+                + struct.pack(">i?", 30000, False))
+        head = struct.pack(">hhi", 19, 4, self.cid) + _kstr("kadmit-bench-ledger")
+        frame = struct.pack(">i", len(head) + len(body)) + head + body
+        t0 = time.perf_counter()
+        self.sock.sendall(frame)
+        (size,) = struct.unpack(">i", self._read(4))
+        resp = self._read(size)
+        elapsed = time.perf_counter() - t0
+        cid, _, _, name_len = struct.unpack_from(">iiih", resp, 0)  # cid, throttle, count, name
+        assert cid == self.cid
+        (code,) = struct.unpack_from(">h", resp, 14 + name_len)
+        return elapsed, code
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+# --- the cluster and the two sidecar sets ------------------------------------------------------
+
+def start_sidecar(c: kc.KafkaCluster, node: kc.Node, ledger: str, policy: Path) -> tuple:
+    shift = OFF_SHIFT if ledger == "off" else 0
+    listen, admin = node.sidecar_port + shift, node.admin_port + shift
+    proc = kc.Proc(f"kadmit-{ledger}-{node.id}", c.dir / f"kadmit-{ledger}-{node.id}.pid",
+                   c.dir / f"kadmit-{ledger}-{node.id}.log", f"--listen\0{kc.HOST}:{listen}")
+    proc.spawn([str(kc.kadmit_bin()), "--listen", f"{kc.HOST}:{listen}", "--upstream",
+                f"{kc.HOST}:{node.client_port}", "--admin", f"{kc.HOST}:{admin}", "--policy",
+                str(policy), "--ledger", ledger, "--sidecar-id", f"bench-{ledger}-{node.id}",
+                "--log-level", "warn"])
+    return proc, listen, admin
+
+
+def wait_ready(procs: list[tuple], timeout: float = 60.0) -> None:
+    import urllib.request
+    deadline = time.monotonic() + timeout
+    for proc, _, admin in procs:
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://{kc.HOST}:{admin}/readyz", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if not proc.alive():
+                raise RuntimeError(f"{proc.name} exited:\n{kc.tail(proc.logfile)}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{proc.name} not ready")
+            time.sleep(0.2)
+
+
+def pct(xs: list[float], q: float) -> float:
+    """The q-quantile (0..1) by nearest rank, in milliseconds."""
+    s = sorted(xs)
+    return 1000 * s[min(len(s), max(1, math.ceil(q * len(s)))) - 1]
+
+
+def measure(n: int, warmup: int) -> dict:
+    kc.ensure_kafka()
+    d = Path(tempfile.mkdtemp(prefix="kadmit-bench-ledger-"))
+    c = kc.KafkaCluster(d, brokers=3, port_base_=kc.port_base() + OFFSET)
+    policy = d / "policy.json"
+    policy.write_text(json.dumps({"max.broker.partitions": 1000000}))
+    procs: list[tuple] = []
+    wires: dict[tuple[str, int], Wire] = {}
+    try:
+        c.start()
+        for node in c.nodes:
+            for ledger in ("on", "off"):
+                procs.append(start_sidecar(c, node, ledger, policy))
+        wait_ready(procs)
+        ports = {("ledger on", nd.id): nd.sidecar_port for nd in c.nodes}
+        ports |= {("ledger off", nd.id): nd.sidecar_port + OFF_SHIFT for nd in c.nodes}
+        ports |= {("direct", nd.id): nd.direct_port for nd in c.nodes}
+        wires = {k: Wire(p) for k, p in ports.items()}
+        for nd in c.nodes:  # untimed: until each ledger-on sidecar's ledger client is up
+            deadline = time.monotonic() + 60
+            while wires[("ledger on", nd.id)].create(f"bench-ledger-ready-{nd.id}-"
+                                                      f"{time.monotonic_ns()}")[1] != 0:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the ledger-on sidecar of broker {nd.id} never admits")
+                time.sleep(0.5)
+        times: dict[str, list[float]] = {p: [] for p in PATHS}
+        errors: dict[str, int] = {p: 0 for p in PATHS}
+        stamp = time.strftime("%H%M%S")
+        t0 = time.monotonic()
+        for r in range(n):
+            node = r % 3 + 1
+            order = PATHS[r % 3:] + PATHS[:r % 3]
+            for path in order:
+                topic = f"bench-ledger-{stamp}-{path.replace(' ', '-')}-{r}"
+                elapsed, code = wires[(path, node)].create(topic)
+                if code != 0:
+                    errors[path] += 1
+                times[path].append(elapsed)
+        wall = time.monotonic() - t0
+        problems = [f"{p.name} died" for p, _, _ in procs if not p.alive()]
+        return {"n": n, "warmup": warmup, "wall_s": wall, "errors": errors, "problems": problems,
+                "load": os.getloadavg(), "times_s": times}
+    finally:
+        for w in wires.values():
+            w.close()
+        with ThreadPoolExecutor(max(1, len(procs))) as ex:
+            list(ex.map(lambda t: t[0].stop(10), procs))
+        c.stop()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def summarize(res: dict) -> dict:
+    w = res["warmup"]
+    out = {}
+    for path, xs in res["times_s"].items():
+        warm, steady = xs[:w], xs[w:]
+        out[path] = {"warmup_p50_ms": pct(warm, 0.5) if warm else None,
+                     "warmup_p99_ms": pct(warm, 0.99) if warm else None,
+                     "p50_ms": pct(steady, 0.5), "p99_ms": pct(steady, 0.99),
+                     "mean_ms": 1000 * statistics.fmean(steady), "errors": res["errors"][path]}
+    return out
+
+
+def markdown(res: dict, summary: dict) -> str:
+    off, on = summary["ledger off"], summary["ledger on"]
+    lines = [f"{res['n']} sequential single-partition RF-3 CreateTopics per path (3 brokers, "
+             f"interleaved), first {res['warmup']} as warmup; load average "
+             f"{' '.join(f'{x:.1f}' for x in res['load'])}", "",
+             "| path | warmup p50 ms | warmup p99 ms | p50 ms | p99 ms | errors |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for path in PATHS:
+        s = summary[path]
+        wp50 = f"{s['warmup_p50_ms']:.1f}" if s["warmup_p50_ms"] is not None else "-"
+        wp99 = f"{s['warmup_p99_ms']:.1f}" if s["warmup_p99_ms"] is not None else "-"
+        lines.append(f"| {path} | {wp50} | {wp99} | {s['p50_ms']:.1f} | {s['p99_ms']:.1f} | "
+                     f"{s['errors']} |")
+    lines += ["", "| steady state | p50 | p99 |", "|---|---:|---:|",
+              f"| ledger on - ledger off (ms) | {on['p50_ms'] - off['p50_ms']:+.1f} | "
+              f"{on['p99_ms'] - off['p99_ms']:+.1f} |",
+              f"| ledger on / ledger off | {on['p50_ms'] / off['p50_ms']:.2f} | "
+              f"{on['p99_ms'] / off['p99_ms']:.2f} |",
+              f"| ledger on / direct | {on['p50_ms'] / summary['direct']['p50_ms']:.2f} | "
+              f"{on['p99_ms'] / summary['direct']['p99_ms']:.2f} |"]
+    return "\n".join(lines)
+
+
+def run(n: int, warmup: int) -> dict:
+    """The measurement and its summary (used by bench/suite.py's `ledger` part)."""
+    res = measure(n, warmup)
+    summary = summarize(res)
+    return {"params": {"n": n, "warmup": warmup}, "summary": summary, "wall_s": res["wall_s"],
+            "load": res["load"], "problems": res["problems"], "markdown": markdown(res, summary),
+            "times_s": res["times_s"]}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--json", help="also write every timing and the summary here")
+    args = ap.parse_args()
+    n = int(os.environ.get("N", "200"))
+    warmup = int(os.environ.get("WARMUP", "20"))
+    out = run(n, warmup)
+    print(out["markdown"])
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1))
+    for p in out["problems"]:
+        print(p, file=sys.stderr)
+    return 1 if out["problems"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
