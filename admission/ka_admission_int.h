@@ -22,7 +22,7 @@
 
 /* Kafka's INVALID_REQUEST, for the undecodable request that has a
  * top-level error. The one place to switch to a generated table. */
-#define KA_ADM_INVALID_REQUEST 42
+#define KA_ADM_INVALID_REQUEST KA_KAFKA_ERR_INVALID_REQUEST
 
 struct ka_adm_api_desc;
 

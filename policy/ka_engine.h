@@ -47,7 +47,7 @@
 /* Kafka's UNKNOWN_TOPIC_OR_PARTITION: what the broker says for a missing
  * topic, so kadmit says it too when its view lacks one. The one place to
  * switch to a generated error-code table. */
-#define KA_ENGINE_UNKNOWN_TOPIC_OR_PARTITION 3
+#define KA_ENGINE_UNKNOWN_TOPIC_OR_PARTITION KA_KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION
 
 /* Everything one decision reads; the engine keeps none of it. */
 typedef struct ka_decision_context {

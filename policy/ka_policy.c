@@ -96,7 +96,7 @@ void ka_policy_set_defaults(ka_policy_t *p, uint64_t version)
     p->default_limit = KA_POLICY_UNLIMITED;
     p->max_partitions = KA_POLICY_UNLIMITED;
     p->enforcement = KA_ENFORCEMENT_ENFORCE;
-    p->reject_error_code = 88;
+    p->reject_error_code = KA_KAFKA_ERR_UNSTABLE_OFFSET_COMMIT; /* KIP-578 names 88 */
     p->auto_assignment = KA_AUTO_ASSIGNMENT_PLACE;
     p->refresh_interval_ms = 30000;
     p->max_staleness_ms = 120000;

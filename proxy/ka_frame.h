@@ -27,11 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ka_api_keys.h"
 #include "ka_reader.h"
-
-#define KA_API_PRODUCE        0
-#define KA_API_SASL_HANDSHAKE 17
-#define KA_API_API_VERSIONS   18
 
 /* The smallest request: api_key, api_version, correlation_id, client_id length. */
 #define KA_FRAME_REQUEST_MIN 10
