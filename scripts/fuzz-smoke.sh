@@ -2,11 +2,11 @@
 # Fuzz smoke test: build every libFuzzer target (clang, ASan+UBSan) in build-fuzz/ and run
 # each for a short time against its seed corpus (tests/fuzz/corpus/<target>, read only; new
 # inputs go to build-fuzz/corpus-run/<target>, crashes to build-fuzz/artifacts/).
-# Environment: KADMIT_FUZZ_SECONDS (default 8) per target.
+# Environment: KADMIT_FUZZ_SECONDS (default 5) per target.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-seconds="${KADMIT_FUZZ_SECONDS:-8}"
+seconds="${KADMIT_FUZZ_SECONDS:-5}"
 build="$root/build-fuzz"
 
 mkdir -p "$build"

@@ -11,7 +11,7 @@
 #
 # The integration suite runs twice: against the ASan+UBSan binary (memory and UB errors
 # in the sidecars fail the tests) and against the release binary (the one that ships).
-# Environment: KADMIT_FUZZ_SECONDS (fuzz time per target, default 8),
+# Environment: KADMIT_FUZZ_SECONDS (fuzz time per target, default 5),
 # KADMIT_TEST_PORT_BASE (port offset for the test cluster), PYTEST_ADDOPTS.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
