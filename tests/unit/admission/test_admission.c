@@ -21,6 +21,16 @@
 /* --- CreateTopics --------------------------------------------------------- */
 
 /* Every CreateTopics version: all rejected, answered locally with code and message. */
+/* Frees what one case made: its arena (or NULL), outcome, request frame and fixture. */
+static void end_case(fx_t *f, ka_adm_outcome_t *o, uint8_t *frame, ka_arena_t *arena)
+{
+    if (arena != NULL)
+        ka_arena_destroy(arena);
+    ka_adm_outcome_release(o);
+    free(frame);
+    fx_free(f);
+}
+
 static void test_createtopics_local_answer_every_version(void **state)
 {
     (void)state;
@@ -51,10 +61,7 @@ static void test_createtopics_local_answer_every_version(void **state)
                                 0);
         }
         assert_int_equal(ka_reservations_count(f->ledger), 0);
-        ka_arena_destroy(&arena);
-        ka_adm_outcome_release(&o);
-        free(frame);
-        fx_free(f);
+        end_case(f, &o, frame, &arena);
     }
 }
 
@@ -85,9 +92,7 @@ static void test_createtopics_admit_forwards_untouched(void **state)
     assert_int_equal(o.pending->count, 1);
     assert_int_not_equal(o.pending->items[0].reservation_id, 0);
     assert_int_equal(ka_reservations_broker_replicas(f->ledger, 2), 1);
-    ka_adm_outcome_release(&o);
-    free(frame);
-    fx_free(f);
+    end_case(f, &o, frame, NULL);
 }
 
 /* Place mode: -1/-1 becomes an explicit assignment avoiding the full broker. */
@@ -122,10 +127,7 @@ static void test_createtopics_place_rewrites_assignment(void **state)
             on1 += rt->assignments.items[p].broker_ids.items[k] == 1;
     }
     assert_true(on1 <= 2); /* broker 1 has room for 2 only */
-    ka_arena_destroy(&arena);
-    ka_adm_outcome_release(&o);
-    free(frame);
-    fx_free(f);
+    end_case(f, &o, frame, &arena);
 }
 
 /* Three topics, the middle one rejected: subset forwarded, answer merged in order. */
@@ -195,10 +197,7 @@ static void test_createtopics_partial_subset_and_merge(void **state)
             assert_int_equal(mr.throttle_time_ms, 5);
         free(merged);
         free(bframe);
-        ka_arena_destroy(&arena);
-        ka_adm_outcome_release(&o);
-        free(frame);
-        fx_free(f);
+        end_case(f, &o, frame, &arena);
     }
 }
 
@@ -215,9 +214,7 @@ static void test_createtopics_validate_only_reserves_nothing(void **state)
     assert_int_equal(ka_adm_request(&f->ctx, frame, len, &o), 0);
     assert_int_equal(o.decision, KA_ADM_D_PARTIAL);
     assert_int_equal(ka_reservations_count(f->ledger), 0);
-    ka_adm_outcome_release(&o);
-    free(frame);
-    fx_free(f);
+    end_case(f, &o, frame, NULL);
 }
 
 /* Audit mode: forwarded unchanged, flagged. */
@@ -234,9 +231,7 @@ static void test_createtopics_audit_forwards(void **state)
     assert_int_equal(o.decision, KA_ADM_D_AUDIT);
     assert_int_equal(o.audited, 1);
     assert_true(strstr(o.message, "Cannot satisfy") != NULL);
-    ka_adm_outcome_release(&o);
-    free(frame);
-    fx_free(f);
+    end_case(f, &o, frame, NULL);
 }
 
 /* Wanting a fresher view: WAIT, nothing decided or reserved. */
@@ -253,9 +248,7 @@ static void test_wait_for_fresh_view(void **state)
     assert_int_equal(o.action, KA_ADM_WAIT);
     assert_false(o.decided);
     assert_int_equal(ka_reservations_count(f->ledger), 0);
-    ka_adm_outcome_release(&o);
-    free(frame);
-    fx_free(f);
+    end_case(f, &o, frame, NULL);
 }
 
 /* A version above what kadmit decodes, and a truncated body: CLOSE. */
@@ -305,10 +298,7 @@ static void test_createpartitions_local_answer_every_version(void **state)
         assert_true(slice_is(resp.results.items[0].name, "three"));
         assert_int_equal(resp.results.items[0].error_code, 88);
         assert_true(resp.results.items[0].error_message.len > 0);
-        ka_arena_destroy(&arena);
-        ka_adm_outcome_release(&o);
-        free(frame);
-        fx_free(f);
+        end_case(f, &o, frame, &arena);
     }
 }
 
@@ -329,10 +319,7 @@ static void test_createpartitions_place_rewrites(void **state)
     assert_int_equal(req.topics.items[0].count, 3);
     assert_int_equal(req.topics.items[0].assignments.count, 2);
     assert_int_equal(req.topics.items[0].assignments.items[1].broker_ids.count, 2);
-    ka_arena_destroy(&arena);
-    ka_adm_outcome_release(&o);
-    free(frame);
-    fx_free(f);
+    end_case(f, &o, frame, &arena);
 }
 
 /* --- AlterPartitionReassignments ------------------------------------------- */
@@ -411,10 +398,7 @@ static void test_reassign_partial_and_merge(void **state)
     assert_true(mr.responses.items[0].partitions.items[3].error_message.len > 0);
     free(merged);
     free(bframe);
-    ka_arena_destroy(&arena);
-    ka_adm_outcome_release(&o);
-    free(frame);
-    fx_free(f);
+    end_case(f, &o, frame, &arena);
 }
 
 static void test_reassign_undecodable_gets_error_answer(void **state)
