@@ -135,6 +135,8 @@ int16_t ka_decoded_min_version(int16_t api_key)
         return 2;
     case 32:
         return 1;
+    case 33:
+        return 0;
     case 37:
         return 0;
     case 44:
@@ -157,6 +159,8 @@ int16_t ka_decoded_max_version(int16_t api_key)
         return 7;
     case 32:
         return 4;
+    case 33:
+        return 2;
     case 37:
         return 3;
     case 44:
