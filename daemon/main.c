@@ -21,6 +21,7 @@
 #include "ka_admin.h"
 #include "ka_admission_hook.h"
 #include "ka_config.h"
+#include "ka_configs_hook.h"
 #include "ka_engine.h"
 #include "ka_error.h"
 #include "ka_log.h"
@@ -389,6 +390,12 @@ int main(int argc, char **argv)
         return 1;
     }
     ka_policy_reload_start(ps, srv, &cfg);
+    /* kafka-configs sets and shows the limits admission enforces (KIP-578). */
+    ka_configs_t *configs = NULL;
+    if (policy != NULL && ps->open && ka_configs_start(srv, ps, &configs, err, sizeof(err)) < 0) {
+        fprintf(stderr, "kadmit: %s\n", err);
+        return 1;
+    }
     if (ka_server_listen(srv, err, sizeof(err)) < 0) {
         fprintf(stderr, "kadmit: %s\n", err);
         return 1;
@@ -406,6 +413,7 @@ int main(int argc, char **argv)
     admin_close(&admin);
     ka_policy_reload_close(ps);
     uv_run(loop, UV_RUN_DEFAULT);
+    ka_configs_stop(configs);
     ka_policy_reload_free(ps);
     ka_policy_unref(admin.fallback);
     ka_admission_stop(ka_server_admission(srv));

@@ -1,0 +1,56 @@
+/*
+ * ka_admission_configs_int.h: what the alter half (ka_admission_configs.c)
+ * and the describe half (ka_admission_configs_describe.c) share.
+ */
+#ifndef KA_ADMISSION_CONFIGS_INT_H
+#define KA_ADMISSION_CONFIGS_INT_H
+
+#include "ka_admission_configs.h"
+#include "ka_admission_int.h"
+
+/* One resource of the request, kept to the response. */
+typedef struct ka_cfg_resource {
+    int8_t type;
+    char *name; /* NUL-terminated copy */
+    int32_t name_len;
+    int32_t broker_id; /* BROKER resources with kadmit's keys */
+    /* Alter: refused by kadmit, answered with error_code and message. */
+    bool local;
+    int16_t error_code;
+    char *message;
+    /* Alter: forwarded, and kadmit's changes follow the broker's verdict. */
+    bool ours;
+    ka_cfg_change_t changes[KA_CFG_KEY_COUNT];
+    size_t nchanges;
+    /* Describe: which of kadmit's keys the answer shows. */
+    bool want[KA_CFG_KEY_COUNT];
+} ka_cfg_resource_t;
+
+struct ka_cfg_pending {
+    int16_t api_key;
+    int16_t api_version;
+    bool validate_only;
+    bool include_synonyms;
+    bool include_documentation;
+    size_t count; /* alter: every resource in request order; describe: the BROKER ones */
+    ka_cfg_resource_t *res;
+    size_t local_count;
+};
+
+/* The key a config name is, or -1. */
+int ka_cfg_key_of(ka_slice_t name);
+/* "" is the default entity; digits are a broker id; anything else -2. */
+int32_t ka_cfg_broker_of(ka_slice_t name);
+/* A new pending state for n resources; NULL without memory. */
+ka_cfg_pending_t *ka_cfg_pending_new(int16_t api_key, int16_t api_version, size_t n);
+/* Decodes a request frame into the arena: *hdr (slices into frame), its
+ * body at *body_off, the message in *msg. Returns 0, KA_ENOMEM, or a
+ * decode error with a sentence in why. */
+int ka_cfg_decode_request(const uint8_t *frame, size_t len, ka_arena_t *arena,
+                          struct ka_request_header *hdr, size_t *body_off, void **msg, char *why,
+                          size_t whylen);
+/* Decodes the response to p's request into the arena. Returns 0 or an error. */
+int ka_cfg_decode_response(const ka_cfg_pending_t *p, const uint8_t *frame, size_t len,
+                           ka_arena_t *arena, struct ka_response_header *rh, void **msg);
+
+#endif

@@ -1,0 +1,314 @@
+/*
+ * ka_configs_hook.c: see ka_configs_hook.h.
+ */
+#include "ka_configs_hook.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ka_admission_configs.h"
+#include "ka_admission_hook.h"
+#include "ka_configs_layer.h"
+#include "ka_log.h"
+#include "ka_protocol.h"
+
+struct ka_configs {
+    ka_server_t *srv;
+    ka_policy_reload_t *reload;
+    /* The last layer written to the limits topic and not read back yet, so
+     * that two changes in quick succession build on each other. */
+    char *unread_layer;
+    size_t unread_writes;
+    char problem[600]; /* why the limits cannot be written now, read at once */
+    char reason[KA_ADM_MESSAGE_MAX];
+};
+
+/* What a forwarded request keeps until its response. */
+typedef struct configs_state {
+    int16_t api_key;
+    ka_cfg_pending_t *pending;
+} configs_state_t;
+
+typedef struct configs_write {
+    ka_configs_t *c;
+    char *layer;
+} configs_write_t;
+
+/* The broker ids the view knows, or NULL without a view (malloc'd). */
+static int32_t *known_brokers(ka_configs_t *c, size_t *n)
+{
+    ka_admission_t *a = ka_server_admission(c->srv);
+    ka_cluster_t *view = a != NULL ? ka_admission_view(a) : NULL;
+    int32_t *ids;
+
+    *n = 0;
+    if (view == NULL || (ids = calloc(ka_cluster_broker_count(view) + 1, sizeof(*ids))) == NULL)
+        return NULL;
+    for (size_t i = 0; i < ka_cluster_broker_count(view); i++)
+        ids[(*n)++] = ka_cluster_broker_at(view, i)->id;
+    return ids;
+}
+
+/* Why kadmit's limits cannot be written now, or NULL. */
+static const char *store_problem(ka_configs_t *c)
+{
+    ka_policy_reload_t *r = c->reload;
+
+    if (!r->cluster)
+        return NULL;
+    if (r->limits == NULL)
+        snprintf(c->problem, sizeof(c->problem), "the limits topic %.200s is not running: %.300s", r->topic,
+                 r->cluster_error[0] ? r->cluster_error : "it did not start");
+    else if (ka_limits_loading(r->limits))
+        snprintf(c->problem, sizeof(c->problem),
+                 "the limits topic %.200s is still being read; retry shortly", r->topic);
+    else
+        return NULL;
+    return c->problem;
+}
+
+static void free_state_cb(void *user, void *state)
+{
+    configs_state_t *st = state;
+
+    (void)user;
+    ka_cfg_pending_free(st->pending);
+    free(st);
+}
+
+static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, size_t *len,
+                      ka_hook_verdict_t *v)
+{
+    ka_configs_t *c = user;
+    ka_cfg_outcome_t o;
+    int32_t *ids = NULL;
+    int rc;
+
+    memset(v, 0, sizeof(*v));
+    v->kind = KA_HOOK_FORWARD;
+    if (hdr->api_key == KA_DESCRIBECONFIGS_REQUEST_API_KEY) {
+        rc = ka_cfg_describe_request(frame, *len, &o);
+    } else {
+        ka_cfg_ctx_t ctx = {.store_problem = store_problem(c),
+                            .max_frame = ka_server_config(c->srv)->max_frame_bytes};
+
+        ids = known_brokers(c, &ctx.broker_count);
+        ctx.broker_ids = ids;
+        rc = ka_cfg_alter_request(&ctx, frame, *len, &o);
+    }
+    free(ids);
+    if (rc < 0 || o.action == KA_ADM_CLOSE) {
+        snprintf(c->reason, sizeof(c->reason), "%s", rc < 0 ? "out of memory" : o.message);
+        ka_log(KA_LOG_WARN, "config request refused, closing the connection",
+               KA_KS("api", ka_api_name(hdr->api_key)), KA_KI("version", hdr->api_version),
+               KA_KS("detail", c->reason));
+        ka_cfg_outcome_release(&o);
+        v->kind = KA_HOOK_CLOSE;
+        v->reason = c->reason;
+        return 0;
+    }
+    if (o.resources > 0 && hdr->api_key != KA_DESCRIBECONFIGS_REQUEST_API_KEY)
+        ka_log(KA_LOG_INFO, "config change of kadmit's limits",
+               KA_KS("api", ka_api_name(hdr->api_key)), KA_KI("correlation_id", hdr->correlation_id),
+               KA_KI("resources", o.resources), KA_KI("refused", o.refused),
+               KA_KS("validate_only", o.validate_only ? "yes" : "no"),
+               KA_KS("message", o.message[0] ? o.message : NULL));
+    if (o.action == KA_ADM_ANSWER || o.action == KA_ADM_REWRITE) {
+        v->kind = o.action == KA_ADM_ANSWER ? KA_HOOK_ANSWER : KA_HOOK_FORWARD;
+        v->bytes = o.bytes;
+        v->len = o.len;
+        v->free_bytes = free;
+        o.bytes = NULL;
+    }
+    if (o.pending != NULL) {
+        configs_state_t *st = calloc(1, sizeof(*st));
+
+        if (st == NULL) {
+            if (v->free_bytes)
+                v->free_bytes(v->bytes);
+            ka_cfg_outcome_release(&o);
+            memset(v, 0, sizeof(*v));
+            v->kind = KA_HOOK_CLOSE;
+            v->reason = "out of memory";
+            return 0;
+        }
+        st->api_key = hdr->api_key;
+        st->pending = o.pending;
+        o.pending = NULL;
+        v->state = st;
+        v->buffer_response = 1;
+    }
+    ka_cfg_outcome_release(&o);
+    return 0;
+}
+
+static void written_cb(void *arg, int rc, int64_t offset, const char *why)
+{
+    configs_write_t *w = arg;
+    ka_configs_t *c = w->c;
+
+    if (rc == 0)
+        ka_log(KA_LOG_INFO, "kadmit's limits changed through the config API",
+               KA_KS("topic", c->reload->topic), KA_KI("offset", offset),
+               KA_KS("layer", w->layer));
+    else
+        ka_log(KA_LOG_ERROR,
+               "a config change the broker accepted was not written to kadmit's limits",
+               KA_KS("topic", c->reload->topic), KA_KS("layer", w->layer), KA_KS("why", why));
+    if (c->unread_writes > 0 && --c->unread_writes == 0) {
+        free(c->unread_layer);
+        c->unread_layer = NULL;
+    }
+    free(w->layer);
+    free(w);
+}
+
+/* Without the limits topic: the layer goes over the file like an admin API change. */
+static void apply_locally(ka_configs_t *c, const char *layer)
+{
+    ka_policy_reload_t *r = c->reload;
+    ka_admission_t *a = ka_server_admission(c->srv);
+    ka_policy_t *next = NULL;
+    char err[512] = "";
+    bool persisted = false;
+
+    if (ka_policy_store_set_layer(&r->store, layer, ka_admission_policy(a), &next, err,
+                                  sizeof(err)) < 0) {
+        ka_log(KA_LOG_ERROR, "a config change the broker accepted does not apply",
+               KA_KS("layer", layer), KA_KS("why", err));
+        return;
+    }
+    if (next == NULL)
+        return;
+    ka_admission_set_policy(a, next);
+    ka_policy_store_persist(&r->store, next, &persisted, err, sizeof(err));
+    ka_log(KA_LOG_INFO, "kadmit's limits changed through the config API", KA_KS("layer", layer),
+           KA_KS("persisted", persisted ? "yes" : "no"), KA_KS(persisted ? "to" : "why", err));
+}
+
+/* The broker accepted these changes: they become kadmit's. */
+static void write_changes(ka_configs_t *c, const ka_cfg_change_t *changes, size_t n)
+{
+    ka_policy_reload_t *r = c->reload;
+    const char *base = c->unread_layer != NULL ? c->unread_layer : r->store.overrides;
+    configs_write_t *w = NULL;
+    char *layer = NULL, err[512] = "";
+
+    if (ka_configs_layer_apply(base, changes, n, &layer, err, sizeof(err)) < 0) {
+        ka_log(KA_LOG_ERROR, "a config change the broker accepted could not be made",
+               KA_KS("why", err[0] ? err : "out of memory"));
+        return;
+    }
+    if (!r->cluster) {
+        apply_locally(c, layer);
+        free(layer);
+        return;
+    }
+    char *copy = strdup(layer);
+    if (copy == NULL || (w = malloc(sizeof(*w))) == NULL || r->limits == NULL ||
+        ka_limits_write(r->limits, layer, written_cb, w, err, sizeof(err)) < 0) {
+        ka_log(KA_LOG_ERROR, "a config change the broker accepted was not written",
+               KA_KS("topic", r->topic), KA_KS("layer", layer),
+               KA_KS("why", err[0] ? err : "the limits topic is not running"));
+        free(copy);
+        free(w);
+        free(layer);
+        return;
+    }
+    w->c = c;
+    w->layer = layer;
+    free(c->unread_layer);
+    c->unread_layer = copy;
+    c->unread_writes++;
+}
+
+static int describe_response(ka_configs_t *c, const ka_cfg_pending_t *p, const uint8_t *frame,
+                             size_t len, uint8_t **out, size_t *out_len)
+{
+    ka_policy_reload_t *r = c->reload;
+    ka_configs_limits_t limits;
+    int rc = ka_configs_limits_read(r->store.overrides, ka_policy_store_file_policy(&r->store),
+                                    &limits);
+
+    if (rc < 0)
+        return rc;
+    rc = ka_cfg_describe_response(p, &limits.limits, frame, len,
+                                  ka_server_config(c->srv)->max_frame_bytes, out, out_len);
+    ka_configs_limits_free(&limits);
+    return rc;
+}
+
+static int on_response(void *user, const ka_inflight_entry_t *request, uint8_t *frame, size_t *len,
+                       ka_hook_verdict_t *v)
+{
+    ka_configs_t *c = user;
+    configs_state_t *st = request->answer;
+    ka_cfg_change_t *changes = NULL;
+    size_t nchanges = 0, mlen = 0;
+    uint8_t *merged = NULL;
+    int rc;
+
+    memset(v, 0, sizeof(*v));
+    v->kind = KA_HOOK_FORWARD;
+    if (!(request->flags & KA_INFLIGHT_HOOK_STATE) || st == NULL)
+        return 0;
+    if (st->api_key == KA_DESCRIBECONFIGS_REQUEST_API_KEY)
+        rc = describe_response(c, st->pending, frame, *len, &merged, &mlen);
+    else
+        rc = ka_cfg_alter_response(st->pending, frame, *len,
+                                   ka_server_config(c->srv)->max_frame_bytes, &merged, &mlen,
+                                   &changes, &nchanges);
+    if (rc < 0) {
+        ka_log(KA_LOG_WARN, "config response does not decode, forwarded unchanged",
+               KA_KS("api", ka_api_name(st->api_key)), KA_KS("error", ka_strerror(rc)));
+        return 0;
+    }
+    if (nchanges > 0)
+        write_changes(c, changes, nchanges);
+    free(changes);
+    if (merged != NULL) {
+        v->bytes = merged;
+        v->len = mlen;
+        v->free_bytes = free;
+    }
+    return 0;
+}
+
+int ka_configs_start(ka_server_t *srv, ka_policy_reload_t *reload, ka_configs_t **out, char *err,
+                     size_t errlen)
+{
+    static const int16_t keys[] = {KA_INCREMENTALALTERCONFIGS_REQUEST_API_KEY,
+                                   KA_ALTERCONFIGS_REQUEST_API_KEY,
+                                   KA_DESCRIBECONFIGS_REQUEST_API_KEY};
+    ka_configs_t *c = calloc(1, sizeof(*c));
+
+    *out = c;
+    if (c == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return KA_ENOMEM;
+    }
+    c->srv = srv;
+    c->reload = reload;
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        ka_intercept_entry_t *e = &ka_server_intercept(srv)->api[keys[i]];
+
+        e->buffer_request = 1;
+        e->on_request = on_request;
+        e->on_response = on_response;
+        e->user = c;
+        e->free_state = free_state_cb;
+    }
+    ka_log(KA_LOG_INFO, "kafka-configs sets kadmit's limits",
+           KA_KS("keys", KA_CFG_MAX_BROKER_PARTITIONS ", " KA_CFG_MAX_PARTITIONS),
+           KA_KS("store", reload->cluster ? reload->topic : "the policy store"));
+    return 0;
+}
+
+void ka_configs_stop(ka_configs_t *c)
+{
+    if (c == NULL)
+        return;
+    free(c->unread_layer);
+    free(c);
+}
