@@ -719,12 +719,12 @@ int ka_cfg_alter_response(const ka_cfg_pending_t *p, const uint8_t *frame, size_
         long j = res->local ? -1 : find_result(br, nb, used, res);
 
         if (res->local) {
-            merged[m++] = (cfg_result_t){
-                res->error_code,
-                {(const uint8_t *)res->message, (int32_t)strlen(res->message)},
-                res->type,
-                {(const uint8_t *)res->name, res->name_len},
-                {NULL, 0}};
+            merged[m++] =
+                (cfg_result_t){res->error_code,
+                               {(const uint8_t *)res->message, (int32_t)strlen(res->message)},
+                               res->type,
+                               {(const uint8_t *)res->name, res->name_len},
+                               {NULL, 0}};
         } else if (j >= 0) {
             used[j] = true;
             accepted[i] = res->ours && br[j].error_code == 0;

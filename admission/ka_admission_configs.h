@@ -49,7 +49,11 @@ enum ka_cfg_source {
     KA_CFG_SOURCE_DEFAULT = 5,
 };
 
-enum ka_cfg_key { KA_CFG_KEY_MAX_BROKER_PARTITIONS = 0, KA_CFG_KEY_MAX_PARTITIONS, KA_CFG_KEY_COUNT };
+enum ka_cfg_key {
+    KA_CFG_KEY_MAX_BROKER_PARTITIONS = 0,
+    KA_CFG_KEY_MAX_PARTITIONS,
+    KA_CFG_KEY_COUNT
+};
 
 /* One change to kadmit's limits, made once the broker accepted its resource. */
 typedef struct ka_cfg_change {

@@ -78,10 +78,11 @@ static size_t chain_of(const ka_cfg_limits_t *l, int32_t broker_id, enum ka_cfg_
     }
     if (broker_id != KA_CFG_DEFAULT_ENTITY) {
         int64_t dyn = -1, file = -1;
-        int removed = override_of(l->dynamic_brokers, l->dynamic_broker_count, broker_id, &dyn);
+        bool removed =
+            override_of(l->dynamic_brokers, l->dynamic_broker_count, broker_id, &dyn) && dyn < 0;
 
         n = push(chain, n, dyn, KA_CFG_SOURCE_DYNAMIC_BROKER);
-        /* A dynamic override, or its removal, hides the file's. */
+        /* The dynamic layer can remove the file's override: it is then no layer at all. */
         if (!removed && override_of(l->file_brokers, l->file_broker_count, broker_id, &file))
             n = push(chain, n, file, KA_CFG_SOURCE_STATIC);
     }
@@ -244,7 +245,8 @@ static const ka_cfg_resource_t *resource_for(const ka_cfg_pending_t *p, int8_t t
 {
     for (size_t i = 0; i < p->count; i++)
         if (p->res[i].type == type &&
-            ka_adm_slice_eq(name, (ka_slice_t){(const uint8_t *)p->res[i].name, p->res[i].name_len}))
+            ka_adm_slice_eq(name,
+                            (ka_slice_t){(const uint8_t *)p->res[i].name, p->res[i].name_len}))
             return &p->res[i];
     return NULL;
 }

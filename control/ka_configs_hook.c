@@ -58,8 +58,8 @@ static const char *store_problem(ka_configs_t *c)
     if (!r->cluster)
         return NULL;
     if (r->limits == NULL)
-        snprintf(c->problem, sizeof(c->problem), "the limits topic %.200s is not running: %.300s", r->topic,
-                 r->cluster_error[0] ? r->cluster_error : "it did not start");
+        snprintf(c->problem, sizeof(c->problem), "the limits topic %.200s is not running: %.300s",
+                 r->topic, r->cluster_error[0] ? r->cluster_error : "it did not start");
     else if (ka_limits_loading(r->limits))
         snprintf(c->problem, sizeof(c->problem),
                  "the limits topic %.200s is still being read; retry shortly", r->topic);
@@ -110,9 +110,9 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
     }
     if (o.resources > 0 && hdr->api_key != KA_DESCRIBECONFIGS_REQUEST_API_KEY)
         ka_log(KA_LOG_INFO, "config change of kadmit's limits",
-               KA_KS("api", ka_api_name(hdr->api_key)), KA_KI("correlation_id", hdr->correlation_id),
-               KA_KI("resources", o.resources), KA_KI("refused", o.refused),
-               KA_KS("validate_only", o.validate_only ? "yes" : "no"),
+               KA_KS("api", ka_api_name(hdr->api_key)),
+               KA_KI("correlation_id", hdr->correlation_id), KA_KI("resources", o.resources),
+               KA_KI("refused", o.refused), KA_KS("validate_only", o.validate_only ? "yes" : "no"),
                KA_KS("message", o.message[0] ? o.message : NULL));
     if (o.action == KA_ADM_ANSWER || o.action == KA_ADM_REWRITE) {
         v->kind = o.action == KA_ADM_ANSWER ? KA_HOOK_ANSWER : KA_HOOK_FORWARD;
@@ -150,8 +150,7 @@ static void written_cb(void *arg, int rc, int64_t offset, const char *why)
 
     if (rc == 0)
         ka_log(KA_LOG_INFO, "kadmit's limits changed through the config API",
-               KA_KS("topic", c->reload->topic), KA_KI("offset", offset),
-               KA_KS("layer", w->layer));
+               KA_KS("topic", c->reload->topic), KA_KI("offset", offset), KA_KS("layer", w->layer));
     else
         ka_log(KA_LOG_ERROR,
                "a config change the broker accepted was not written to kadmit's limits",
@@ -228,8 +227,8 @@ static int describe_response(ka_configs_t *c, const ka_cfg_pending_t *p, const u
 {
     ka_policy_reload_t *r = c->reload;
     ka_configs_limits_t limits;
-    int rc = ka_configs_limits_read(r->store.overrides, ka_policy_store_file_policy(&r->store),
-                                    &limits);
+    int rc =
+        ka_configs_limits_read(r->store.overrides, ka_policy_store_file_policy(&r->store), &limits);
 
     if (rc < 0)
         return rc;

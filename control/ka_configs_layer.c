@@ -116,9 +116,9 @@ static int read_dynamic(json_t *doc, ka_configs_limits_t *out)
             continue;
         /* {"7": null} removes the file's override of broker 7. */
         out->dynamic_brokers[k++] = (ka_cfg_override_t){
-            (int32_t)v,
-            json_is_object(entry) ? value_of(json_object_get(entry, KA_CFG_MAX_BROKER_PARTITIONS))
-                                  : -1};
+            (int32_t)v, json_is_object(entry)
+                            ? value_of(json_object_get(entry, KA_CFG_MAX_BROKER_PARTITIONS))
+                            : -1};
     }
     out->limits.dynamic_broker_count = k;
     return 0;

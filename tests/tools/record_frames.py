@@ -47,6 +47,7 @@ RECORDED_APIS = {
     45: "alterpartitionreassignments",
     32: "describeconfigs",
     44: "incrementalalterconfigs",
+    33: "alterconfigs",
 }
 NAME_TO_KEY = {v: k for k, v in RECORDED_APIS.items()}
 API_VERSIONS = 18

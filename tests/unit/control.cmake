@@ -23,6 +23,9 @@ ka_unit_test(test_control_ledger_state
   SOURCES ${KA_CONTROL_TEST_DIR}/test_ledger_state.c LIBS ka_control_core)
 ka_unit_test(test_control_ledger_claims
   SOURCES ${KA_CONTROL_TEST_DIR}/test_ledger_claims.c LIBS ka_control_core)
+# kafka-configs' changes to the limits layer, and the layers DescribeConfigs shows.
+ka_unit_test(test_control_configs_layer
+  SOURCES ${KA_CONTROL_TEST_DIR}/test_configs_layer.c LIBS ka_control_core)
 
 # The control fuzz target's replay binary replays the seed corpus in ordinary builds.
 if(NOT KADMIT_FUZZ)

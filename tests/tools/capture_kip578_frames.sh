@@ -1,0 +1,67 @@
+#!/bin/sh
+# Records the KIP-578 config frames of tests/data/frames/kip578/: kafka-configs, the Java
+# AdminClient (tests/integration/java/ConfigsClient.java) and confluent-kafka setting,
+# deleting and describing max.broker.partitions and max.partitions against a real 1-broker
+# Kafka (no kadmit in between), through tests/tools/record_frames.py on the address the
+# broker advertises. Run from the repository root:
+#
+#     KADMIT_TEST_PORT_BASE=1500 sh tests/tools/capture_kip578_frames.sh
+set -eu
+repo=$(pwd)
+out="$repo/tests/data/frames/kip578"
+work=$(mktemp -d)
+base=${KADMIT_TEST_PORT_BASE:-0}
+sidecar=$((9091 + base))
+client=$((19091 + base))
+export KADMIT_TEST_PORT_BASE="$base"
+h="$repo/scripts/harness/kafka_cluster.py"
+bin="$repo/tests/kafka/bin"
+libs="$("$repo/tests/kafka/kafka-home")/libs"
+python3 "$h" start --brokers 1 --dir "$work/cluster"
+trap 'kill $rec 2>/dev/null || true; python3 "$h" stop --dir "$work/cluster"; rm -rf "$work"' EXIT
+record() { # CLIENT: (re)starts the recorder naming frames after CLIENT
+    [ -n "${rec:-}" ] && { kill "$rec"; wait "$rec" 2>/dev/null || true; }
+    rm -f "$work/ready"
+    python3 "$repo/tests/tools/record_frames.py" --listen "127.0.0.1:$sidecar" \
+        --upstream "127.0.0.1:$client" --out "$work/$1" --client "$1" --keep all \
+        --ready-file "$work/ready" &
+    rec=$!
+    while [ ! -f "$work/ready" ]; do sleep 0.1; done
+}
+boot="127.0.0.1:$sidecar"
+cfg() { "$bin/kafka-configs" --bootstrap-server "$boot" --entity-type brokers "$@"; }
+record cli
+cfg --entity-name 1 --alter --add-config max.broker.partitions=10
+cfg --entity-default --alter --add-config max.broker.partitions=20,max.partitions=30
+cfg --entity-name 1 --describe
+cfg --entity-default --describe --all
+cfg --entity-name 1 --alter --delete-config max.broker.partitions
+record java
+javac -nowarn -cp "$libs/*" -d "$work" "$repo/tests/integration/java/ConfigsClient.java"
+printf 'bootstrap.servers=%s\n' "$boot" > "$work/java.properties"
+java -cp "$work:$libs/*" ConfigsClient "$work/java.properties" alter false 1 \
+    APPEND:max.broker.partitions=5 SET:log.cleaner.threads=2
+java -cp "$work:$libs/*" ConfigsClient "$work/java.properties" alter true "" \
+    SET:max.partitions=40 DELETE:max.broker.partitions
+record pyrdkafka
+python3 - "$boot" <<'PY'
+import sys
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                   ResourceType)
+a = AdminClient({"bootstrap.servers": sys.argv[1]})
+r = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
+    ConfigEntry("max.broker.partitions", "11", incremental_operation=AlterConfigOpType.SET)])
+[f.result(timeout=60) for f in a.incremental_alter_configs([r]).values()]
+r = ConfigResource(ResourceType.BROKER, "1", set_config={"max.broker.partitions": "12"})
+[f.result(timeout=60) for f in a.alter_configs([r]).values()]
+[f.result(timeout=60) for f in a.describe_configs([ConfigResource(ResourceType.BROKER, "1")]).values()]
+PY
+kill "$rec"; wait "$rec" 2>/dev/null || true; rec=
+mkdir -p "$out"
+for d in cli java pyrdkafka; do
+    for f in "$work/$d"/*.bin; do
+        case "$f" in *apiversions*|*metadata*) continue ;; esac
+        cp "$f" "$out/"
+    done
+done
+ls -l "$out"
