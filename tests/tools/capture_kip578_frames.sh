@@ -57,11 +57,21 @@ r = ConfigResource(ResourceType.BROKER, "1", set_config={"max.broker.partitions"
 [f.result(timeout=60) for f in a.describe_configs([ConfigResource(ResourceType.BROKER, "1")]).values()]
 PY
 kill "$rec"; wait "$rec" 2>/dev/null || true; rec=
+# The n-th frame of each kind, named after what the step above sent.
 mkdir -p "$out"
-for d in cli java pyrdkafka; do
-    for f in "$work/$d"/*.bin; do
-        case "$f" in *apiversions*|*metadata*) continue ;; esac
-        cp "$f" "$out/"
+put() { # CLIENT API-VERSION N WHAT
+    for dir in request response; do
+        cp "$work/$1/$2-$dir-$1-$3.bin" "$out/$2-$dir-$1-$4.bin"
     done
-done
+}
+put cli incrementalalterconfigs-v1 1 set-broker
+put cli incrementalalterconfigs-v1 2 set-default
+put cli incrementalalterconfigs-v1 3 delete-broker
+put cli describeconfigs-v4 1 broker
+put cli describeconfigs-v4 2 default-all
+put java incrementalalterconfigs-v1 1 append
+put java incrementalalterconfigs-v1 2 validate
+put pyrdkafka incrementalalterconfigs-v1 1 set-broker
+put pyrdkafka alterconfigs-v2 1 set-broker
+put pyrdkafka describeconfigs-v1 1 broker
 ls -l "$out"

@@ -8,6 +8,10 @@ target_include_directories(test_admission PRIVATE ${KA_ADMISSION_TEST_DIR})
 ka_unit_test(test_admission_seams SOURCES ${KA_ADMISSION_TEST_DIR}/test_admission_seams.c
   ${KA_ADMISSION_TEST_DIR}/adm_fixture.c LIBS ka_admission)
 target_include_directories(test_admission_seams PRIVATE ${KA_ADMISSION_TEST_DIR})
+# KIP-578's config APIs: alter (split, refusals, merge, changes) and describe.
+ka_unit_test(test_admission_configs SOURCES ${KA_ADMISSION_TEST_DIR}/test_admission_configs.c
+  ${KA_ADMISSION_TEST_DIR}/adm_fixture.c LIBS ka_admission)
+target_include_directories(test_admission_configs PRIVATE ${KA_ADMISSION_TEST_DIR})
 
 # The admission fuzz target's replay binary replays the seed corpus in ordinary builds.
 if(NOT KADMIT_FUZZ)

@@ -14,7 +14,7 @@
 
 /* A frame kadmit wrote: its prefix is its length, and its body decodes. */
 static inline void check_frame(const uint8_t *frame, size_t len, int16_t api_key, int16_t version,
-                        enum ka_direction direction)
+                               enum ka_direction direction)
 {
     const struct ka_codec *codec = ka_codec_find(api_key, direction);
     ka_arena_t arena;
