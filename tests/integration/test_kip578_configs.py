@@ -212,6 +212,21 @@ def test_kafka_configs_default_entity_sets_both_keys_and_delete_falls_back(env: 
     env.wait_limit(1, FILE_LIMIT)
 
 
+def test_other_keys_of_the_same_request_reach_the_broker_and_kadmits_do_not(env: Env):
+    env.configs(2, "--entity-name", "1", "--alter", "--add-config",
+                f"log.cleaner.threads=2,{MBP}=1234")
+    env.wait_limit(1, 1234)
+    p = subprocess.run([tool("kafka-configs"), "--bootstrap-server", env.c.direct_bootstrap,
+                        "--entity-type", "brokers", "--entity-name", "1", "--describe"],
+                       capture_output=True, text=True, timeout=120, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "log.cleaner.threads=2" in p.stdout, p.stdout
+    assert MBP not in p.stdout, p.stdout  # the broker never stored kadmit's key
+    env.configs(3, "--entity-name", "1", "--alter", "--delete-config",
+                f"log.cleaner.threads,{MBP}")
+    env.wait_limit(1, FILE_LIMIT)
+
+
 def test_java_admin_client_alters_and_describes_through_kadmit(env: Env):
     assert env.java("alter", "false", "3", f"SET:{MBP}=777") == "RESULT OK\n"
     env.wait_limit(3, 777)
