@@ -7,13 +7,16 @@
  * busy time (wall time between two turns minus the time libuv spent blocked
  * in poll, uv_metrics_idle_time) and keeps in the metrics: the longest turn
  * of the last window (a gauge), the number of turns over 1 ms, and the
- * number of turns in which the control plane itself ran for over 1 ms. The
- * control plane reports its own time with ka_loop_watch_charge.
+ * number of turns in which the control plane itself ran for over 1 ms (of
+ * CPU time). The control plane reports its own time with
+ * ka_loop_watch_charge. A turn's busy time is wall time, what a client
+ * waits: on a loaded machine it includes time the process was preempted.
  */
 #ifndef KA_LOOP_WATCH_H
 #define KA_LOOP_WATCH_H
 
 #include <stdint.h>
+#include <time.h>
 #include <uv.h>
 
 #include "ka_metrics.h"
@@ -28,10 +31,17 @@ void ka_loop_watch_stop(ka_loop_watch_t *watch);
 /* Control-plane work that ran on the loop in this turn, in nanoseconds. Accepts NULL. */
 void ka_loop_watch_charge(ka_loop_watch_t *watch, uint64_t ns);
 
-/* A clock in nanoseconds for callers timing their own work. */
+/*
+ * The calling thread's CPU time in nanoseconds, for callers timing their
+ * own work: CPU time, so that being preempted on a busy machine is not
+ * counted as work done.
+ */
 static inline uint64_t ka_loop_watch_now_ns(void)
 {
-    return uv_hrtime();
+    struct timespec ts;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 #endif

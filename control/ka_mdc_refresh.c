@@ -36,5 +36,8 @@ void ka_mdc_refresh_build_work(uv_work_t *w)
     uint64_t start = uv_hrtime();
 
     f->rc = ka_view_build(&answers, &f->view, f->err, sizeof(f->err));
+    /* The view holds copies of all it needs: the decoded answers (tens of
+     * MiB at a few hundred thousand partitions) are freed here, off the loop. */
+    ka_arena_destroy(&f->arena);
     f->work_ns += uv_hrtime() - start;
 }

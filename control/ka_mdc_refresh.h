@@ -45,7 +45,8 @@ struct ka_mdc_refresh {
 
 /* On a worker: decodes metadata_reader into metadata (rc, err). */
 void ka_mdc_refresh_decode_work(uv_work_t *work);
-/* On a worker: builds view from the answers (rc, err). */
+/* On a worker: builds view from the answers (rc, err), then frees the
+ * decoded answers (the frames stay: the pool is the loop's). */
 void ka_mdc_refresh_build_work(uv_work_t *work);
 
 #endif
