@@ -29,28 +29,15 @@
 #define PER_TOPIC 10
 #define RF        3
 
-static int read_full(int fd, uint8_t *p, size_t n)
+/* Reads (out == NULL) into in, or writes out, all n bytes; -1 when the peer is gone. */
+static int io_full(int fd, uint8_t *in, const uint8_t *out, size_t n)
 {
-    while (n > 0) {
-        ssize_t got = read(fd, p, n);
+    for (size_t done = 0; done < n;) {
+        ssize_t k = out != NULL ? write(fd, out + done, n - done) : read(fd, in + done, n - done);
 
-        if (got <= 0)
+        if (k <= 0)
             return -1;
-        p += got;
-        n -= (size_t)got;
-    }
-    return 0;
-}
-
-static int write_full(int fd, const uint8_t *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t put = write(fd, p, n);
-
-        if (put <= 0)
-            return -1;
-        p += put;
-        n -= (size_t)put;
+        done += (size_t)k;
     }
     return 0;
 }
@@ -175,7 +162,7 @@ static int serve_one(int fd, const uint8_t *req, size_t len, int32_t partitions,
         &rh);
     ka_writer_patch_i32(&head, 0, (int32_t)(head.len - 4 + body->len));
     rc =
-        write_full(fd, head.buf, head.len) < 0 || write_full(fd, body->buf, body->len) < 0 ? -1 : 0;
+        io_full(fd, NULL, head.buf, head.len) < 0 || io_full(fd, NULL, body->buf, body->len) < 0 ? -1 : 0;
     if (api == KA_METADATA_REQUEST_API_KEY)
         fprintf(stderr, PROG ": Metadata v%d answer %zu bytes\n", ver, head.len + body->len);
     ka_writer_free(&head);
@@ -216,10 +203,10 @@ int main(int argc, char **argv)
 
         if (fd < 0)
             continue;
-        while (read_full(fd, size, 4) == 0) {
+        while (io_full(fd, size, NULL, 4) == 0) {
             size_t len = ka_fwd_get_u32(size);
             uint8_t *req = len <= (1u << 20) ? malloc(len) : NULL;
-            int rc = req == NULL || read_full(fd, req, len) < 0
+            int rc = req == NULL || io_full(fd, req, NULL, len) < 0
                          ? -1
                          : serve_one(fd, req, len, partitions, brokers);
 
