@@ -161,8 +161,9 @@ static int serve_one(int fd, const uint8_t *req, size_t len, int32_t partitions,
         &head, api == KA_APIVERSIONS_REQUEST_API_KEY ? 0 : ka_response_header_version(api, ver),
         &rh);
     ka_writer_patch_i32(&head, 0, (int32_t)(head.len - 4 + body->len));
-    rc =
-        io_full(fd, NULL, head.buf, head.len) < 0 || io_full(fd, NULL, body->buf, body->len) < 0 ? -1 : 0;
+    rc = io_full(fd, NULL, head.buf, head.len) < 0 || io_full(fd, NULL, body->buf, body->len) < 0
+             ? -1
+             : 0;
     if (api == KA_METADATA_REQUEST_API_KEY)
         fprintf(stderr, PROG ": Metadata v%d answer %zu bytes\n", ver, head.len + body->len);
     ka_writer_free(&head);
