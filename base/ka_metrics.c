@@ -73,6 +73,11 @@ static const metric_row_t rows[] = {
     ROW(ledger_intents_live, "gauge", "Ledger intents of all sidecars that still count."),
     ROW(metadata_refreshes, "counter", "Cluster views built by the metadata client."),
     ROW(metadata_refresh_failures, "counter", "Metadata refresh attempts that failed."),
+    ROW(metadata_offloop_us_sum, "counter",
+        "Microseconds worker threads spent decoding Metadata and building views, summed."),
+    ROW(loop_turn_max_us, "gauge", "The longest turn of the forwarding loop in the last ~10 s."),
+    ROW(loop_turns_over_1ms, "counter", "Turns of the forwarding loop that ran over 1 ms."),
+    ROW(control_turns_over_1ms, "counter", "Loop turns in which control-plane work ran over 1 ms."),
 };
 
 const char *ka_adm_api_name(enum ka_adm_api api)

@@ -70,6 +70,10 @@ typedef struct ka_metrics {
     uint64_t ledger_intents_live;       /* gauge: intents that still count */
     uint64_t metadata_refreshes;        /* cluster views built */
     uint64_t metadata_refresh_failures; /* refresh attempts that failed */
+    uint64_t metadata_offloop_us_sum;   /* worker time decoding Metadata and building views */
+    uint64_t loop_turn_max_us;          /* gauge: the longest loop turn of the last ~10 s */
+    uint64_t loop_turns_over_1ms;       /* loop turns that ran for over 1 ms */
+    uint64_t control_turns_over_1ms;    /* turns with over 1 ms of control-plane work */
 } ka_metrics_t;
 
 /*

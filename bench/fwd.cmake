@@ -8,3 +8,9 @@ foreach(tool fwd_gen fwd_sink)
   target_link_libraries(bench_${tool} PRIVATE ka_fwd_common)
   target_compile_options(bench_${tool} PRIVATE ${KADMIT_WARNINGS})
 endforeach()
+
+# md_serve: a generated metadata broker (any partition count) for the
+# refresh-under-load benchmark (bench/fwd_refresh.py). Bench only.
+add_executable(bench_md_serve ${CMAKE_CURRENT_LIST_DIR}/fwd/md_serve.c)
+target_link_libraries(bench_md_serve PRIVATE ka_fwd_common ka_protocol)
+target_compile_options(bench_md_serve PRIVATE ${KADMIT_WARNINGS})

@@ -54,6 +54,8 @@ struct ka_mdc_conn {
     ka_pool_t private_pool; /* the pool until the owner gives the server's */
 
     uv_tcp_t tcp;
+    uv_check_t resume; /* restarts reading a turn after a full read */
+    int handles_open;  /* while closing: handles not closed yet */
     uv_connect_t connect_req;
     int open;    /* the TCP handle exists (until closed_cb) */
     int closing; /* closed or broken: no more events but closed_cb */
@@ -61,9 +63,10 @@ struct ka_mdc_conn {
 
     ka_transport_t *tls; /* this connection's TLS engine, or NULL for plaintext */
     ka_splitter_t splitter;
-    ka_pbuf_t *frame;   /* the response being assembled, size prefix included */
-    size_t frame_len;   /* bytes of it so far */
-    size_t frame_total; /* 4 + its declared size */
+    ka_pbuf_t *frame;     /* the response being assembled, size prefix included */
+    size_t frame_len;     /* bytes of it so far */
+    size_t frame_total;   /* 4 + its declared size */
+    size_t largest_frame; /* the largest response seen, any connection: sizes the first buffer */
 
     uint8_t input[64 * 1024];     /* one read from the socket (ciphertext over TLS) */
     uint8_t plaintext[16 * 1024]; /* decrypted bytes, TLS only */

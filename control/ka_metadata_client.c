@@ -5,10 +5,23 @@
  * One request is outstanding at a time, so the client is one state machine:
  * CONNECTING (TCP, then TLS in ka_mdc_conn.c) -> VERSIONS (ApiVersions) ->
  * [SASL_HANDSHAKE -> SASL_AUTH, once per SASL round, ka_mdc_sasl.c] ->
- * IDLE; a refresh runs METADATA -> [CLUSTER] -> [CONFIGS] -> IDLE, keeping
- * each decoded answer, and hands them to ka_view_build. Any error closes
- * the connection, reports a failed attempt and reconnects after the backoff.
- * Every state change happens in enter(), so they can be read in one place.
+ * IDLE; a refresh runs METADATA -> DECODING -> [CLUSTER] -> [CONFIGS] ->
+ * BUILDING -> IDLE, keeping each decoded answer, and hands them to
+ * ka_view_build. Any error closes the connection, reports a failed attempt
+ * and reconnects after the backoff. Every request is sent in enter(), so
+ * the waiting states can be read in one place.
+ *
+ * Off the loop: the Metadata answer grows with the cluster (tens of MiB and
+ * tens of milliseconds to decode at a few hundred thousand partitions), and
+ * so does the view built from it. Both run on libuv's worker threads
+ * (uv_queue_work) while the loop goes on forwarding: DECODING and BUILDING
+ * are the states in which a worker holds the refresh. The refresh is then
+ * the worker's alone, and the loop touches it again only in the work's
+ * completion callback; the view handed over is immutable. A refresh that
+ * fails or stops while a worker holds it is abandoned, not freed: the
+ * completion callback frees it. Each loop callback's own time is charged to
+ * the loop watch (ka_loop_watch.h), so /metrics shows whether the control
+ * plane ever holds the loop.
  */
 #include "ka_metadata_client.h"
 
@@ -18,7 +31,9 @@
 #include <string.h>
 
 #include "ka_log.h"
+#include "ka_loop_watch.h"
 #include "ka_mdc_conn.h"
+#include "ka_mdc_refresh.h"
 #include "ka_mdc_sasl.h"
 #include "ka_protocol.h"
 #include "ka_view_build.h"
@@ -42,19 +57,9 @@ enum state {
     ST_IDLE,
     ST_METADATA,
     ST_CLUSTER,
-    ST_CONFIGS
-};
-
-/* The answers of the refresh in progress, kept until the view is built. */
-struct refresh {
-    int64_t taken_at_ms;
-    ka_arena_t arena;     /* every decoded answer of this refresh */
-    ka_pbuf_t *frames[3]; /* the frames the decoded answers point into */
-    int frame_count;
-    struct ka_metadata_response metadata;
-    struct ka_describecluster_response cluster;
-    struct ka_describeconfigs_response configs;
-    int have_cluster, have_configs;
+    ST_CONFIGS,
+    ST_DECODING, /* a worker decodes the Metadata answer */
+    ST_BUILDING  /* a worker builds the view */
 };
 
 struct ka_mdc {
@@ -83,13 +88,13 @@ struct ka_mdc {
     int16_t cluster_version;
     int16_t configs_version;
 
-    struct refresh refresh;
-    int refreshing;                /* refresh holds answers */
-    ka_broker_defaults_t defaults; /* last known; kept across refreshes */
+    struct ka_mdc_refresh *refresh; /* the refresh in progress, or NULL */
+    ka_broker_defaults_t defaults;  /* last known; kept across refreshes */
     int have_defaults;
 
     ka_mdc_security_t sec;
     ka_mdc_sasl_t sasl;
+    ka_loop_watch_t *watch;
 };
 
 static void start_connect(ka_mdc_t *c);
@@ -100,15 +105,27 @@ static int64_t now_ms(ka_mdc_t *c)
     return (int64_t)uv_now(c->loop);
 }
 
+static void free_refresh(ka_mdc_t *c, struct ka_mdc_refresh *f)
+{
+    ka_arena_destroy(&f->arena);
+    for (int i = 0; i < f->frame_count; i++)
+        ka_mdc_conn_release(&c->conn, f->frames[i]);
+    ka_cluster_unref(f->view);
+    free(f);
+}
+
+/* Ends the refresh in progress; one a worker holds is left to its completion. */
 static void drop_refresh(ka_mdc_t *c)
 {
-    if (!c->refreshing)
+    struct ka_mdc_refresh *f = c->refresh;
+
+    if (f == NULL)
         return;
-    ka_arena_destroy(&c->refresh.arena);
-    for (int i = 0; i < c->refresh.frame_count; i++)
-        ka_mdc_conn_release(&c->conn, c->refresh.frames[i]);
-    memset(&c->refresh, 0, sizeof(c->refresh));
-    c->refreshing = 0;
+    c->refresh = NULL;
+    if (f->busy)
+        f->abandoned = 1;
+    else
+        free_refresh(c, f);
 }
 
 /* One of the client's handles (two timers, the socket) has closed. */
@@ -241,9 +258,16 @@ static void send_metadata(ka_mdc_t *c)
     req.topics.count = -1; /* null: every topic (versions 1+) */
     req.allow_auto_topic_creation = 0;
     drop_refresh(c);
-    c->refresh.taken_at_ms = now_ms(c);
-    ka_arena_init(&c->refresh.arena, KA_ARENA_DEFAULT_CAP);
-    c->refreshing = 1;
+    c->refresh = calloc(1, sizeof(*c->refresh));
+    if (c->refresh == NULL) {
+        c->st = ST_METADATA;
+        fail(c, "metadata", "out of memory");
+        return;
+    }
+    c->refresh->owner = c;
+    c->refresh->work.data = c->refresh;
+    c->refresh->taken_at_ms = now_ms(c);
+    ka_arena_init(&c->refresh->arena, KA_ARENA_DEFAULT_CAP);
     if (enter(c, ST_METADATA, &req) < 0)
         fail(c, "metadata", "cannot send");
 }
@@ -265,7 +289,7 @@ static void send_configs(ka_mdc_t *c)
     static ka_slice_t keys[] = {KA_SLICE_LIT("num.partitions"),
                                 KA_SLICE_LIT("default.replication.factor"),
                                 KA_SLICE_LIT("auto.create.topics.enable")};
-    const struct ka_metadata_response *md = &c->refresh.metadata;
+    const struct ka_metadata_response *md = &c->refresh->metadata;
     size_t n = (size_t)md->brokers.count;
     struct ka_describeconfigs_request req;
     ka_describeconfigs_request_init(&req);
@@ -296,10 +320,10 @@ static void send_configs(ka_mdc_t *c)
 
 static void log_defaults(ka_mdc_t *c)
 {
-    const struct ka_describeconfigs_response *configs = &c->refresh.configs;
+    const struct ka_describeconfigs_response *configs = &c->refresh->configs;
     ka_broker_defaults_t d;
 
-    if (!c->refresh.have_configs || !ka_view_broker_defaults(&configs, 1, &d))
+    if (!c->refresh->have_configs || !ka_view_broker_defaults(&configs, 1, &d))
         return;
     if (!c->have_defaults || memcmp(&d, &c->defaults, sizeof(d)) != 0)
         ka_log(KA_LOG_INFO, "broker defaults", KA_KI("num.partitions", d.num_partitions),
@@ -309,23 +333,83 @@ static void log_defaults(ka_mdc_t *c)
     c->have_defaults = 1;
 }
 
-static void finish_refresh(ka_mdc_t *c)
+/* Gives the refresh to a worker; done runs on the loop when it is back. */
+static void hand_to_worker(ka_mdc_t *c, enum state st, uv_work_cb work, uv_after_work_cb done)
 {
-    const struct ka_describeconfigs_response *configs = &c->refresh.configs;
-    ka_view_answers_t answers = {
-        .taken_at_ms = c->refresh.taken_at_ms,
-        .metadata = &c->refresh.metadata,
-        .cluster = c->refresh.have_cluster ? &c->refresh.cluster : NULL,
-        .configs = &configs,
-        .config_count = c->refresh.have_configs ? 1 : 0,
-        .fallback_defaults = c->have_defaults ? &c->defaults : NULL,
-    };
-    ka_cluster_t *view = NULL;
-    char err[300];
+    struct ka_mdc_refresh *f = c->refresh;
+    int rc;
 
-    uv_timer_stop(&c->io_timer);
-    int rc = ka_view_build(&answers, &view, err, sizeof(err));
-    log_defaults(c);
+    c->st = st;
+    f->busy = 1;
+    c->handles++; /* the client outlives the work, even when stopped */
+    rc = uv_queue_work(c->loop, &f->work, work, done);
+    if (rc < 0) {
+        f->busy = 0;
+        c->handles--;
+        fail(c, "worker", uv_strerror(rc));
+    }
+}
+
+/*
+ * The start of every completion: the refresh is the loop's again. Returns
+ * the client to go on with, or NULL when the refresh was abandoned (then
+ * freed here).
+ */
+static ka_mdc_t *back_from_worker(struct ka_mdc_refresh *f)
+{
+    ka_mdc_t *c = f->owner;
+
+    f->busy = 0;
+    c->metrics->metadata_offloop_us_sum += f->work_ns / 1000;
+    f->work_ns = 0;
+    if (!f->abandoned)
+        return c;
+    free_refresh(c, f);
+    release_handle(c);
+    return NULL;
+}
+
+/* The end of every completion, with the loop time it took. */
+static void done_on_loop(ka_mdc_t *c, uint64_t start_ns)
+{
+    ka_loop_watch_charge(c->watch, ka_loop_watch_now_ns() - start_ns);
+    release_handle(c);
+}
+
+static int on_answer(ka_mdc_t *c, int16_t api, void *answer, char *why, size_t whylen);
+
+static void decode_done(uv_work_t *w, int status)
+{
+    uint64_t start = ka_loop_watch_now_ns();
+    struct ka_mdc_refresh *f = w->data;
+    ka_mdc_t *c = back_from_worker(f);
+
+    (void)status; /* the work is never cancelled */
+    if (c == NULL)
+        return;
+    if (f->rc < 0)
+        fail(c, ka_api_name(KA_METADATA_REQUEST_API_KEY), f->err[0] ? f->err : ka_strerror(f->rc));
+    else
+        on_answer(c, KA_METADATA_REQUEST_API_KEY, &f->metadata, NULL, 0);
+    done_on_loop(c, start);
+}
+
+static void build_done(uv_work_t *w, int status)
+{
+    uint64_t start = ka_loop_watch_now_ns();
+    struct ka_mdc_refresh *f = w->data;
+    ka_mdc_t *c = back_from_worker(f);
+    ka_cluster_t *view;
+    char err[sizeof(f->err)];
+    int rc;
+
+    (void)status;
+    if (c == NULL)
+        return;
+    view = f->view;
+    f->view = NULL;
+    rc = f->rc;
+    memcpy(err, f->err, sizeof(err));
     drop_refresh(c);
     c->st = ST_IDLE;
     c->backoff_ms = BACKOFF_MIN_MS;
@@ -334,18 +418,29 @@ static void finish_refresh(ka_mdc_t *c)
                KA_KS("error", err));
         c->metrics->metadata_refresh_failures++;
         c->cb(c->arg, NULL, "cannot build the view");
-        return;
+    } else {
+        c->metrics->metadata_refreshes++;
+        c->cb(c->arg, view, NULL);
+        if (c->refresh_wanted)
+            start_refresh(c);
     }
-    c->metrics->metadata_refreshes++;
-    c->cb(c->arg, view, NULL);
-    if (c->refresh_wanted)
-        start_refresh(c);
+    done_on_loop(c, start);
+}
+
+static void finish_refresh(ka_mdc_t *c)
+{
+    uv_timer_stop(&c->io_timer);
+    /* The view is built with the defaults known before this refresh's. */
+    c->refresh->fallback = c->defaults;
+    c->refresh->have_fallback = c->have_defaults;
+    log_defaults(c);
+    hand_to_worker(c, ST_BUILDING, ka_mdc_refresh_build_work, build_done);
 }
 
 /* After Metadata and DescribeCluster: the configs, if the broker has them. */
 static void after_cluster(ka_mdc_t *c)
 {
-    if (c->configs_version >= 0 && c->refresh.metadata.brokers.count > 0)
+    if (c->configs_version >= 0 && c->refresh->metadata.brokers.count > 0)
         send_configs(c);
     else
         finish_refresh(c);
@@ -423,11 +518,11 @@ static int on_sasl_authenticate(ka_mdc_t *c, const struct ka_saslauthenticate_re
 static void *answer_slot(ka_mdc_t *c, int16_t api, void *scratch)
 {
     if (api == KA_METADATA_REQUEST_API_KEY)
-        return &c->refresh.metadata;
+        return &c->refresh->metadata;
     if (api == KA_DESCRIBECLUSTER_REQUEST_API_KEY)
-        return &c->refresh.cluster;
+        return &c->refresh->cluster;
     if (api == KA_DESCRIBECONFIGS_REQUEST_API_KEY)
-        return &c->refresh.configs;
+        return &c->refresh->configs;
     return scratch;
 }
 
@@ -448,14 +543,14 @@ static int on_answer(ka_mdc_t *c, int16_t api, void *answer, char *why, size_t w
             after_cluster(c);
         return 0;
     case KA_DESCRIBECLUSTER_REQUEST_API_KEY:
-        c->refresh.have_cluster = 1;
-        if (c->refresh.cluster.error_code != 0)
+        c->refresh->have_cluster = 1;
+        if (c->refresh->cluster.error_code != 0)
             ka_log(KA_LOG_DEBUG, "DescribeCluster refused; brokers from Metadata",
-                   KA_KS("upstream", c->name), KA_KI("error_code", c->refresh.cluster.error_code));
+                   KA_KS("upstream", c->name), KA_KI("error_code", c->refresh->cluster.error_code));
         after_cluster(c);
         return 0;
     default:
-        c->refresh.have_configs = 1;
+        c->refresh->have_configs = 1;
         finish_refresh(c);
         return 0;
     }
@@ -465,6 +560,7 @@ static int on_answer(ka_mdc_t *c, int16_t api, void *answer, char *why, size_t w
 static void conn_frame_cb(void *owner, ka_pbuf_t *buf, const uint8_t *body, size_t len)
 {
     ka_mdc_t *c = owner;
+    uint64_t start = ka_loop_watch_now_ns();
     union {
         struct ka_apiversions_response versions;
         struct ka_saslhandshake_response handshake;
@@ -480,14 +576,15 @@ static void conn_frame_cb(void *owner, ka_pbuf_t *buf, const uint8_t *body, size
     if (api < 0) {
         ka_mdc_conn_release(&c->conn, buf);
         fail(c, "read", "unexpected response");
+        ka_loop_watch_charge(c->watch, ka_loop_watch_now_ns() - start);
         return;
     }
     uv_timer_stop(&c->io_timer);
     /* Answers a refresh keeps live in its arena, and their frame with them. */
-    int kept = c->st >= ST_METADATA && c->refresh.frame_count < 3;
-    ka_arena_t *arena = kept ? &c->refresh.arena : &frame_arena;
+    int kept = c->st >= ST_METADATA && c->refresh->frame_count < 3;
+    ka_arena_t *arena = kept ? &c->refresh->arena : &frame_arena;
     if (kept)
-        c->refresh.frames[c->refresh.frame_count++] = buf;
+        c->refresh->frames[c->refresh->frame_count++] = buf;
     else
         ka_arena_init(&frame_arena, KA_ARENA_DEFAULT_CAP);
     ka_reader_init(&r, body, len);
@@ -495,6 +592,14 @@ static void conn_frame_cb(void *owner, ka_pbuf_t *buf, const uint8_t *body, size
     if (rc == 0 && rh.correlation_id != c->expect_cid)
         rc = KA_EINVALID;
     void *answer = answer_slot(c, api, &scratch);
+    if (rc == 0 && kept && api == KA_METADATA_REQUEST_API_KEY) {
+        /* The one answer that grows with the cluster is decoded off the loop. */
+        c->refresh->metadata_reader = r;
+        c->refresh->metadata_version = ver;
+        hand_to_worker(c, ST_DECODING, ka_mdc_refresh_decode_work, decode_done);
+        ka_loop_watch_charge(c->watch, ka_loop_watch_now_ns() - start);
+        return;
+    }
     if (rc == 0)
         rc = ka_codec_find(api, KA_RESPONSE)->decode(&r, ver, arena, answer);
     /* Said now: a failed refresh drops the frame the reader points into. */
@@ -509,6 +614,7 @@ static void conn_frame_cb(void *owner, ka_pbuf_t *buf, const uint8_t *body, size
     }
     if (rc < 0)
         fail(c, ka_api_name(api), why[0] ? why : ka_strerror(rc));
+    ka_loop_watch_charge(c->watch, ka_loop_watch_now_ns() - start);
 }
 
 static void conn_ready_cb(void *owner)
@@ -626,6 +732,8 @@ int ka_mdc_start(uv_loop_t *loop, const struct sockaddr *upstream, const char *u
     uv_unref((uv_handle_t *)&c->refresh_timer);
     uv_unref((uv_handle_t *)&c->io_timer);
     c->handles = 2;
+    if (ka_loop_watch_start(loop, metrics, &c->watch) < 0)
+        c->watch = NULL; /* the client works without it */
     ka_mdc_set_interval(c, interval_ms);
     c->refresh_wanted = 1;
     /* The first connection waits a loop turn, so that ka_mdc_set_security
@@ -643,6 +751,7 @@ void ka_mdc_stop(ka_mdc_t *c)
         return;
     c->stopping = 1;
     drop_refresh(c);
+    ka_loop_watch_stop(c->watch);
     uv_close((uv_handle_t *)&c->refresh_timer, handle_closed);
     uv_close((uv_handle_t *)&c->io_timer, handle_closed);
     ka_mdc_conn_close(&c->conn);

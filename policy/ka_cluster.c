@@ -1,12 +1,20 @@
 /*
  * ka_cluster.c: building and reading the immutable cluster view.
  *
- * The builder and the view share one layout: a broker array (sorted by id
- * when finished), a topic array with an open-addressing hash index over
- * names, and one pool of replica ids that partitions point into. Finishing
- * sorts each topic's partitions into a dense array indexed by partition
- * number and counts replicas per broker, so every lookup the engine makes
- * afterwards is a hash probe or a binary search.
+ * Flat arrays, so that a view of a few hundred thousand partitions costs a
+ * handful of allocations to build and to free: brokers (sorted by id when
+ * finished), topics with an open-addressing hash index over their names,
+ * one pool of names, one pool of replica ids, and one array of partitions.
+ * While building, partitions are appended in arrival order, tagged with
+ * their topic; finishing groups them by topic (a counting sort, only when
+ * topics arrived interleaved), sorts each topic's run by partition number
+ * when it is not sorted already, and lays them out densely, indexed by
+ * partition number. Replicas are counted per broker through a table by id.
+ * Every lookup the engine makes afterwards is a hash probe or an index.
+ *
+ * Memory, finished: 8 bytes per partition + 4 per replica + about 48 per
+ * topic (entry, name, two hash slots) + the brokers; ka_cluster_memory says
+ * what a given view holds.
  */
 #include "ka_cluster.h"
 
@@ -14,20 +22,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A partition while building: appended in arrival order. */
+struct ka_entry {
+    uint32_t topic;  /* index in topics */
+    int32_t index;   /* partition number */
+    int32_t count;   /* replicas in the list */
+    uint32_t offset; /* first replica in the replica pool */
+};
+
+/* A partition of the finished view, at its partition number. */
 struct ka_partition {
-    int32_t index;   /* partition number; equals the array position once finished */
     int32_t count;   /* replicas in the list; 0 for a hole in the numbering */
     uint32_t offset; /* first replica in the view's replica pool */
 };
 
 struct ka_cluster_topic {
-    char *name;
-    size_t name_len;
+    uint32_t name_off, name_len; /* in the view's name pool */
     uint32_t hash;
-    int32_t partition_count; /* highest index + 1 */
-    struct ka_partition *partitions;
-    size_t used, capacity; /* while building: partitions added, room */
-    const int32_t *pool;   /* the view's replica pool, set when finished */
+    int32_t partition_count;               /* highest index + 1 */
+    uint32_t used;                         /* partitions added */
+    uint32_t last_entry;                   /* while building: index of its last entry + 1, or 0 */
+    const struct ka_partition *partitions; /* set when finished */
+    const int32_t *pool;                   /* the view's replica pool, set when finished */
 };
 
 struct ka_cluster {
@@ -40,8 +56,15 @@ struct ka_cluster {
     size_t topic_count, topic_capacity;
     uint32_t *slots; /* topic index + 1, or 0 for an empty slot */
     size_t slot_count;
+    char *names; /* every topic name, back to back, no NUL */
+    size_t names_used, names_capacity;
     int32_t *pool; /* every replica list, back to back */
     size_t pool_used, pool_capacity;
+    struct ka_entry *entries; /* while building */
+    size_t entry_count, entry_capacity;
+    bool interleaved;                /* some topic's entries are not contiguous */
+    struct ka_partition *partitions; /* finished: every topic's, densely */
+    size_t partition_slots;
     int64_t total_partitions;
 };
 
@@ -92,14 +115,13 @@ static void free_view(struct ka_cluster *c)
 {
     for (size_t i = 0; i < c->broker_count; i++)
         free((char *)c->brokers[i].rack);
-    for (size_t i = 0; i < c->topic_count; i++) {
-        free(c->topics[i].name);
-        free(c->topics[i].partitions);
-    }
     free(c->brokers);
     free(c->topics);
     free(c->slots);
+    free(c->names);
     free(c->pool);
+    free(c->entries);
+    free(c->partitions);
 }
 
 void ka_cluster_builder_free(ka_cluster_builder_t *b)
@@ -108,6 +130,18 @@ void ka_cluster_builder_free(ka_cluster_builder_t *b)
         return;
     free_view(&b->view);
     free(b);
+}
+
+int ka_cluster_builder_reserve(ka_cluster_builder_t *b, size_t topics, size_t partitions,
+                               size_t replicas)
+{
+    struct ka_cluster *c = &b->view;
+
+    if (grow((void **)&c->topics, &c->topic_capacity, topics, sizeof(*c->topics)) < 0 ||
+        grow((void **)&c->entries, &c->entry_capacity, partitions, sizeof(*c->entries)) < 0 ||
+        grow((void **)&c->pool, &c->pool_capacity, replicas, sizeof(*c->pool)) < 0)
+        return KA_ENOMEM;
+    return 0;
 }
 
 int ka_cluster_builder_add_broker(ka_cluster_builder_t *b, int32_t broker_id, ka_slice_t rack,
@@ -143,6 +177,12 @@ void ka_cluster_builder_set_defaults(ka_cluster_builder_t *b, const ka_broker_de
     b->view.defaults = *d;
 }
 
+static bool name_is(const struct ka_cluster *c, const ka_cluster_topic_t *t, ka_slice_t name)
+{
+    return t->name_len == (uint32_t)name.len &&
+           memcmp(c->names + t->name_off, name.ptr, t->name_len) == 0;
+}
+
 static ka_cluster_topic_t *lookup(const struct ka_cluster *c, ka_slice_t name, uint32_t hash)
 {
     size_t mask = c->slot_count - 1;
@@ -155,8 +195,7 @@ static ka_cluster_topic_t *lookup(const struct ka_cluster *c, ka_slice_t name, u
         if (c->slots[i] == 0)
             return NULL;
         t = &c->topics[c->slots[i] - 1];
-        if (t->hash == hash && t->name_len == (size_t)name.len &&
-            memcmp(t->name, name.ptr, t->name_len) == 0)
+        if (t->hash == hash && name_is(c, t, name))
             return t;
     }
 }
@@ -195,21 +234,27 @@ static int declare_topic(struct ka_cluster *c, ka_slice_t name, ka_cluster_topic
 
     if (name.len <= 0)
         return KA_EINVALID;
+    /* Partitions of one topic usually arrive together: no hashing for those. */
+    if (c->topic_count > 0 && name_is(c, &c->topics[c->topic_count - 1], name)) {
+        *out = &c->topics[c->topic_count - 1];
+        return 0;
+    }
     hash = hash_name(name.ptr, (size_t)name.len);
     *out = lookup(c, name, hash);
     if (*out != NULL)
         return 0;
+    if (c->topic_count >= UINT32_MAX - 1 || c->names_used + (size_t)name.len > UINT32_MAX)
+        return KA_ELIMIT;
     if (rehash(c) < 0 ||
-        grow((void **)&c->topics, &c->topic_capacity, c->topic_count + 1, sizeof(*c->topics)) < 0)
+        grow((void **)&c->topics, &c->topic_capacity, c->topic_count + 1, sizeof(*c->topics)) < 0 ||
+        grow((void **)&c->names, &c->names_capacity, c->names_used + (size_t)name.len, 1) < 0)
         return KA_ENOMEM;
     t = &c->topics[c->topic_count];
     *t = (ka_cluster_topic_t){0};
-    t->name = malloc((size_t)name.len + 1);
-    if (t->name == NULL)
-        return KA_ENOMEM;
-    memcpy(t->name, name.ptr, (size_t)name.len);
-    t->name[name.len] = '\0';
-    t->name_len = (size_t)name.len;
+    memcpy(c->names + c->names_used, name.ptr, (size_t)name.len);
+    t->name_off = (uint32_t)c->names_used;
+    t->name_len = (uint32_t)name.len;
+    c->names_used += (size_t)name.len;
     t->hash = hash;
     for (i = hash & (c->slot_count - 1); c->slots[i] != 0; i = (i + 1) & (c->slot_count - 1))
         ;
@@ -230,6 +275,7 @@ int ka_cluster_builder_add_partition(ka_cluster_builder_t *b, ka_slice_t topic, 
 {
     struct ka_cluster *c = &b->view;
     ka_cluster_topic_t *t;
+    uint32_t ti;
     int rc;
 
     if (partition < 0 || replica_count < 0 || replica_count > INT16_MAX)
@@ -237,24 +283,30 @@ int ka_cluster_builder_add_partition(ka_cluster_builder_t *b, ka_slice_t topic, 
     rc = declare_topic(c, topic, &t);
     if (rc < 0)
         return rc;
-    /* Duplicates are found when finishing; a linear scan here would be quadratic. */
-    if (c->pool_used + (size_t)replica_count > UINT32_MAX)
+    /* Duplicates are found when finishing; a search here would be quadratic. */
+    if (c->pool_used + (size_t)replica_count > UINT32_MAX || c->entry_count >= UINT32_MAX - 1)
         return KA_ELIMIT;
-    if (grow((void **)&t->partitions, &t->capacity, t->used + 1, sizeof(*t->partitions)) < 0 ||
+    if (grow((void **)&c->entries, &c->entry_capacity, c->entry_count + 1, sizeof(*c->entries)) <
+            0 ||
         grow((void **)&c->pool, &c->pool_capacity, c->pool_used + (size_t)replica_count,
              sizeof(*c->pool)) < 0)
         return KA_ENOMEM;
     if (replica_count > 0)
         memcpy(c->pool + c->pool_used, replicas, (size_t)replica_count * sizeof(*replicas));
-    t->partitions[t->used++] =
-        (struct ka_partition){partition, replica_count, (uint32_t)c->pool_used};
+    ti = (uint32_t)(t - c->topics);
+    if (t->last_entry != 0 && t->last_entry != c->entry_count)
+        c->interleaved = true;
+    c->entries[c->entry_count++] =
+        (struct ka_entry){ti, partition, replica_count, (uint32_t)c->pool_used};
+    t->last_entry = (uint32_t)c->entry_count;
+    t->used++;
     c->pool_used += (size_t)replica_count;
     return 0;
 }
 
-static int compare_partition(const void *a, const void *b)
+static int compare_entry(const void *a, const void *b)
 {
-    const struct ka_partition *x = a, *y = b;
+    const struct ka_entry *x = a, *y = b;
 
     return (x->index > y->index) - (x->index < y->index);
 }
@@ -266,47 +318,119 @@ static int compare_broker(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
-/* Sorts a topic's partitions into a dense array indexed by partition number. */
-static int densify(ka_cluster_topic_t *t, int64_t *total)
+/* Makes each topic's entries contiguous (a stable counting sort by topic). */
+static int group_entries(struct ka_cluster *c)
 {
-    struct ka_partition *dense;
+    size_t *end;
+    struct ka_entry *sorted;
+
+    if (!c->interleaved)
+        return 0;
+    end = calloc(c->topic_count + 1, sizeof(*end));
+    sorted = malloc((c->entry_count + 1) * sizeof(*sorted));
+    if (end == NULL || sorted == NULL) {
+        free(end);
+        free(sorted);
+        return KA_ENOMEM;
+    }
+    for (size_t i = 0; i < c->entry_count; i++)
+        end[c->entries[i].topic + 1]++;
+    for (size_t t = 0; t < c->topic_count; t++)
+        end[t + 1] += end[t];
+    for (size_t i = 0; i < c->entry_count; i++)
+        sorted[end[c->entries[i].topic]++] = c->entries[i];
+    for (size_t t = 0; t < c->topic_count; t++)
+        c->topics[t].last_entry = (uint32_t)end[t];
+    free(c->entries);
+    c->entries = sorted;
+    free(end);
+    return 0;
+}
+
+static struct ka_entry *run_of(const struct ka_cluster *c, const ka_cluster_topic_t *t)
+{
+    return c->entries + (t->last_entry - t->used);
+}
+
+/* Sorts a topic's run by partition number (when needed) and sizes its dense array. */
+static int size_topic(struct ka_cluster *c, ka_cluster_topic_t *t, size_t *slots)
+{
+    struct ka_entry *run = run_of(c, t);
+    bool sorted = true;
     int32_t count;
 
     if (t->used == 0)
         return 0;
-    qsort(t->partitions, t->used, sizeof(*t->partitions), compare_partition);
-    for (size_t i = 1; i < t->used; i++)
-        if (t->partitions[i].index == t->partitions[i - 1].index)
-            return KA_EINVALID;
-    count = t->partitions[t->used - 1].index + 1;
-    if ((size_t)count == t->used) {
-        t->partition_count = count;
-        *total += count;
-        return 0;
+    for (size_t i = 1; i < t->used && sorted; i++)
+        sorted = run[i].index > run[i - 1].index;
+    if (!sorted) {
+        qsort(run, t->used, sizeof(*run), compare_entry);
+        for (size_t i = 1; i < t->used; i++)
+            if (run[i].index == run[i - 1].index)
+                return KA_EINVALID;
     }
-    if (count > 4 * 1024 * 1024)
+    count = run[t->used - 1].index + 1;
+    if ((size_t)count != t->used && count > 4 * 1024 * 1024)
         return KA_ELIMIT;
-    dense = calloc((size_t)count, sizeof(*dense));
-    if (dense == NULL)
-        return KA_ENOMEM;
-    for (int32_t i = 0; i < count; i++)
-        dense[i].index = i;
-    for (size_t i = 0; i < t->used; i++)
-        dense[t->partitions[i].index] = t->partitions[i];
-    free(t->partitions);
-    t->partitions = dense;
     t->partition_count = count;
-    *total += (int64_t)t->used;
+    c->total_partitions += t->used;
+    *slots += (size_t)count;
     return 0;
+}
+
+/* Lays every topic's partitions out at their numbers, in one array. */
+static int densify(struct ka_cluster *c)
+{
+    size_t slots = 0, base = 0;
+    int rc = group_entries(c);
+
+    for (size_t i = 0; i < c->topic_count && rc == 0; i++)
+        rc = size_topic(c, &c->topics[i], &slots);
+    if (rc < 0)
+        return rc;
+    c->partitions = calloc(slots + 1, sizeof(*c->partitions));
+    if (c->partitions == NULL)
+        return KA_ENOMEM;
+    c->partition_slots = slots;
+    for (size_t i = 0; i < c->topic_count; i++) {
+        ka_cluster_topic_t *t = &c->topics[i];
+        const struct ka_entry *run = run_of(c, t);
+
+        for (size_t k = 0; k < t->used; k++)
+            c->partitions[base + (size_t)run[k].index] =
+                (struct ka_partition){run[k].count, run[k].offset};
+        t->partitions = c->partitions + base;
+        base += (size_t)t->partition_count;
+    }
+    free(c->entries);
+    c->entries = NULL;
+    c->entry_count = c->entry_capacity = 0;
+    return 0;
+}
+
+/* The broker's index among the first n brokers (sorted by id), or -1. */
+static long broker_index(const ka_cluster_broker_t *brokers, size_t n, int32_t id)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (brokers[mid].id == id)
+            return (long)mid;
+        if (brokers[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
 }
 
 static ka_cluster_broker_t *find_broker(const struct ka_cluster *c, int32_t id)
 {
-    ka_cluster_broker_t key = {.id = id};
+    long at = broker_index(c->brokers, c->broker_count, id);
 
-    if (c->broker_count == 0)
-        return NULL;
-    return bsearch(&key, c->brokers, c->broker_count, sizeof(key), compare_broker);
+    return at < 0 ? NULL : &c->brokers[at];
 }
 
 static void sort_brokers(struct ka_cluster *c)
@@ -315,45 +439,83 @@ static void sort_brokers(struct ka_cluster *c)
         qsort(c->brokers, c->broker_count, sizeof(*c->brokers), compare_broker);
 }
 
+/* Broker ids up to this get a direct table while counting; larger ones a search. */
+#define ID_TABLE_MAX 65535
+
+/* Counts one replica on an id no broker lists: an unlisted broker. */
+static int count_unlisted(struct ka_cluster *c, size_t listed, int32_t id)
+{
+    for (size_t i = listed; i < c->broker_count; i++) {
+        if (c->brokers[i].id == id) {
+            c->brokers[i].replicas++;
+            return 0;
+        }
+    }
+    if (grow((void **)&c->brokers, &c->broker_capacity, c->broker_count + 1, sizeof(*c->brokers)) <
+        0)
+        return KA_ENOMEM;
+    c->brokers[c->broker_count++] = (ka_cluster_broker_t){id, NULL, false, false, 1};
+    return 0;
+}
+
 /* Counts replicas per broker, adding unlisted entries for ids not listed. */
 static int count_replicas(struct ka_cluster *c)
 {
+    size_t listed = c->broker_count;
+    int32_t max_id = -1;
+    int32_t *table;
+    int rc = 0;
+
     sort_brokers(c);
-    for (size_t i = 0; i < c->pool_used; i++) {
+    for (size_t i = 0; i < listed; i++)
+        max_id = c->brokers[i].id > max_id ? c->brokers[i].id : max_id;
+    if (max_id > ID_TABLE_MAX)
+        max_id = ID_TABLE_MAX;
+    table = malloc(((size_t)max_id + 2) * sizeof(*table));
+    if (table == NULL)
+        return KA_ENOMEM;
+    memset(table, 0xff, ((size_t)max_id + 2) * sizeof(*table));
+    for (size_t i = 0; i < listed; i++)
+        if (c->brokers[i].id >= 0 && c->brokers[i].id <= max_id)
+            table[c->brokers[i].id] = (int32_t)i;
+    for (size_t i = 0; i < c->pool_used && rc == 0; i++) {
         int32_t id = c->pool[i];
-        ka_cluster_broker_t *broker;
+        long at;
 
         if (id < 0)
             continue;
-        broker = find_broker(c, id);
-        if (broker == NULL) {
-            if (grow((void **)&c->brokers, &c->broker_capacity, c->broker_count + 1,
-                     sizeof(*c->brokers)) < 0)
-                return KA_ENOMEM;
-            c->brokers[c->broker_count++] = (ka_cluster_broker_t){id, NULL, false, false, 0};
-            sort_brokers(c);
-            broker = find_broker(c, id);
-        }
-        broker->replicas++;
+        at = id <= max_id ? table[id] : broker_index(c->brokers, listed, id);
+        if (at >= 0)
+            c->brokers[at].replicas++;
+        else
+            rc = count_unlisted(c, listed, id);
     }
-    return 0;
+    free(table);
+    if (c->broker_count > listed)
+        sort_brokers(c);
+    return rc;
 }
 
 int ka_cluster_builder_finish(ka_cluster_builder_t *b, ka_cluster_t **out)
 {
     struct ka_cluster *c = &b->view;
-    int rc = 0;
+    int rc;
 
     *out = NULL;
-    for (size_t i = 0; i < c->topic_count && rc == 0; i++) {
-        rc = densify(&c->topics[i], &c->total_partitions);
-        c->topics[i].pool = NULL;
-    }
+    rc = densify(c);
     if (rc == 0)
         rc = count_replicas(c);
     if (rc < 0) {
         ka_cluster_builder_free(b);
         return rc;
+    }
+    if (c->pool_capacity > c->pool_used + 1024) { /* give back what growing left over */
+        int32_t *pool = realloc(c->pool, (c->pool_used + 1) * sizeof(*pool));
+
+        if (pool != NULL) {
+            c->pool = pool;
+            c->pool_capacity = c->pool_used + 1;
+        }
     }
     for (size_t i = 0; i < c->topic_count; i++)
         c->topics[i].pool = c->pool;
@@ -361,6 +523,18 @@ int ka_cluster_builder_finish(ka_cluster_builder_t *b, ka_cluster_t **out)
     /* The builder is the view's first member, so the view is the builder. */
     *out = &b->view;
     return 0;
+}
+
+size_t ka_cluster_memory(const ka_cluster_t *c)
+{
+    size_t bytes = sizeof(struct ka_cluster_builder) + c->broker_capacity * sizeof(*c->brokers) +
+                   c->topic_capacity * sizeof(*c->topics) + c->slot_count * sizeof(*c->slots) +
+                   c->names_capacity + c->pool_capacity * sizeof(*c->pool) +
+                   (c->partition_slots + 1) * sizeof(*c->partitions);
+
+    for (size_t i = 0; i < c->broker_count; i++)
+        bytes += c->brokers[i].rack != NULL ? strlen(c->brokers[i].rack) + 1 : 0;
+    return bytes;
 }
 
 ka_cluster_t *ka_cluster_ref(ka_cluster_t *c)

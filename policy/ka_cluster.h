@@ -10,7 +10,8 @@
  * fenced, how many partition replicas each hosts (internal topics
  * included), how many partitions the cluster has, and the replicas of any
  * partition by topic name (a hash lookup). It is sized for a few hundred
- * brokers and a few hundred thousand partitions.
+ * brokers and a million partitions: flat arrays, about 8 bytes per
+ * partition and 4 per replica, built in time linear in the partitions.
  *
  * Broker ids that appear in replica lists but not in the broker list
  * (offline or unregistered brokers) are kept as "unlisted" brokers: their
@@ -53,6 +54,10 @@ typedef struct ka_cluster_topic ka_cluster_topic_t;
  */
 int ka_cluster_builder_new(int64_t taken_at_ms, ka_cluster_builder_t **out);
 void ka_cluster_builder_free(ka_cluster_builder_t *builder);
+/* Room for this many topics, partitions and replicas in all, so that a
+ * builder fed a known answer never grows an array. 0 or KA_ENOMEM. */
+int ka_cluster_builder_reserve(ka_cluster_builder_t *builder, size_t topics, size_t partitions,
+                               size_t replicas);
 
 /* rack.len == -1 means no rack. A broker id added twice is KA_EINVALID. */
 int ka_cluster_builder_add_broker(ka_cluster_builder_t *builder, int32_t broker_id, ka_slice_t rack,
@@ -78,6 +83,8 @@ ka_cluster_t *ka_cluster_ref(ka_cluster_t *cluster);
 void ka_cluster_unref(ka_cluster_t *cluster);
 
 int64_t ka_cluster_taken_at_ms(const ka_cluster_t *cluster);
+/* The bytes the view holds (its arrays and names), for sizing and /metrics. */
+size_t ka_cluster_memory(const ka_cluster_t *cluster);
 const ka_broker_defaults_t *ka_cluster_broker_defaults(const ka_cluster_t *cluster);
 
 /* Brokers in ascending id order, listed and unlisted. */

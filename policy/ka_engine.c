@@ -388,7 +388,7 @@ static int decide_place(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *pla
         w->brokers[i].headroom = h > 0 ? h : 0;
     }
     rc = ka_place(w->brokers, w->broker_count, w->rack_count, partitions, replication, seed,
-                  assignment);
+                  assignment, w->delta);
     if (rc == KA_ELIMIT) {
         free(assignment);
         rc = place_failure(w, plan, partitions, replication, &message);
@@ -407,8 +407,6 @@ static int decide_place(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *pla
         v->kind = KA_VERDICT_ADMIT;
         return reserve(w, v, plan);
     }
-    for (size_t c = 0; c < cells; c++)
-        w->delta[ka_work_broker_index(w, assignment[c])]++;
     v->kind = KA_VERDICT_ADMIT_WITH_ASSIGNMENT;
     v->assignment = assignment;
     v->assignment_partitions = partitions;

@@ -27,11 +27,15 @@ typedef struct ka_place_broker {
  * Computes an assignment of `partitions` rows of `replication` distinct
  * brokers into out (leader first), rack-aware and spread like Kafka's
  * StripedReplicaPlacer, using no broker beyond its headroom. Ties are
- * broken by an order derived from seed. Returns 0, KA_ELIMIT when no
- * assignment fits the headroom, or KA_ENOMEM.
+ * broken by an order derived from seed. On success, when added is not
+ * NULL, adds each broker's replicas in out to added[index] (so the caller
+ * needs no lookup by id). Returns 0, KA_ELIMIT when no assignment fits the
+ * headroom, or KA_ENOMEM.
+ *
+ * Cost: O(brokers + partitions * replication * (racks + log brokers)).
  */
 int ka_place(const ka_place_broker_t *brokers, size_t broker_count, int32_t rack_count,
-             int32_t partitions, int32_t replication, uint64_t seed, int32_t *out);
+             int32_t partitions, int32_t replication, uint64_t seed, int32_t *out, int64_t *added);
 
 /*
  * The most replicas Kafka's own placer can put on each broker for

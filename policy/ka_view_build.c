@@ -119,9 +119,32 @@ static int add_brokers(ka_cluster_builder_t *builder, const ka_view_answers_t *i
     return 0;
 }
 
+/* Sizes the builder for the whole answer up front: no array grows while adding. */
+static int reserve(ka_cluster_builder_t *builder, const struct ka_metadata_response *metadata)
+{
+    size_t partitions = 0, replicas = 0;
+
+    for (int32_t i = 0; i < metadata->topics.count; i++) {
+        const struct ka_metadata_response_metadata_response_topic *t = &metadata->topics.items[i];
+
+        partitions += (size_t)(t->partitions.count > 0 ? t->partitions.count : 0);
+        for (int32_t p = 0; p < t->partitions.count; p++)
+            replicas += (size_t)(t->partitions.items[p].replica_nodes.count > 0
+                                     ? t->partitions.items[p].replica_nodes.count
+                                     : 0);
+    }
+    return ka_cluster_builder_reserve(
+        builder, (size_t)(metadata->topics.count > 0 ? metadata->topics.count : 0), partitions,
+        replicas);
+}
+
 static int add_topics(ka_cluster_builder_t *builder, const struct ka_metadata_response *metadata,
                       char *err, size_t errlen)
 {
+    if (reserve(builder, metadata) < 0) {
+        snprintf(err, errlen, "out of memory sizing a view of %d topics", metadata->topics.count);
+        return KA_ENOMEM;
+    }
     for (int32_t i = 0; i < metadata->topics.count; i++) {
         const struct ka_metadata_response_metadata_response_topic *t = &metadata->topics.items[i];
         int rc;

@@ -5,6 +5,7 @@ ka_unit_test(test_control_scram SOURCES ${KA_CONTROL_TEST_DIR}/test_scram.c LIBS
 ka_unit_test(test_control_policy_store
   SOURCES ${KA_CONTROL_TEST_DIR}/test_policy_store.c LIBS ka_control)
 ka_unit_test(test_control_mdc_conn SOURCES ${KA_CONTROL_TEST_DIR}/test_mdc_conn.c LIBS ka_control)
+ka_unit_test(test_control_loop_watch SOURCES ${KA_CONTROL_TEST_DIR}/test_loop_watch.c LIBS ka_control)
 ka_unit_test(test_control_limits_record
   SOURCES ${KA_CONTROL_TEST_DIR}/test_limits_record.c LIBS ka_control_core)
 # The admin API over the cluster's limits (deferred answers, layers); the

@@ -140,6 +140,65 @@ static void test_lookup_holds_at_two_hundred_thousand_partitions(void **state)
     ka_cluster_unref(c);
 }
 
+/* Finishing groups partitions by topic when they arrived mixed, and still
+ * finds a partition added twice across the mix. */
+static void test_topics_that_arrive_interleaved_keep_their_own_partitions(void **state)
+{
+    ka_cluster_builder_t *b = fx_builder(0);
+    const int32_t one = 1, two[] = {1, 2};
+    ka_cluster_t *c;
+    int32_t count;
+
+    (void)state;
+    fx_broker(b, 1, NULL, false);
+    fx_broker(b, 2, NULL, false);
+    OK(ka_cluster_builder_add_partition(b, S("a"), 1, &one, 1));
+    OK(ka_cluster_builder_add_partition(b, S("b"), 0, two, 2));
+    OK(ka_cluster_builder_add_partition(b, S("a"), 0, two, 2));
+    OK(ka_cluster_builder_add_partition(b, S("b"), 2, &one, 1));
+    c = fx_finish(b);
+    assert_int_equal(ka_cluster_total_partitions(c), 4);
+    assert_int_equal(ka_cluster_topic_partition_count(ka_cluster_find_topic(c, S("a"))), 2);
+    assert_int_equal(ka_cluster_topic_partition_count(ka_cluster_find_topic(c, S("b"))), 3);
+    ka_cluster_topic_replicas(ka_cluster_find_topic(c, S("a")), 0, &count);
+    assert_int_equal(count, 2);
+    ka_cluster_topic_replicas(ka_cluster_find_topic(c, S("b")), 2, &count);
+    assert_int_equal(count, 1);
+    assert_null(ka_cluster_topic_replicas(ka_cluster_find_topic(c, S("b")), 1, &count));
+    assert_int_equal(ka_cluster_broker(c, 1)->replicas, 4);
+    assert_int_equal(ka_cluster_broker(c, 2)->replicas, 2);
+    ka_cluster_unref(c);
+
+    b = fx_builder(0);
+    OK(ka_cluster_builder_add_partition(b, S("a"), 0, &one, 1));
+    OK(ka_cluster_builder_add_partition(b, S("b"), 0, &one, 1));
+    OK(ka_cluster_builder_add_partition(b, S("a"), 0, &one, 1));
+    assert_int_equal(ka_cluster_builder_finish(b, &c), KA_EINVALID);
+}
+
+/* Ids past the direct table and ids no broker lists are both counted. */
+static void test_large_and_unlisted_broker_ids_are_counted(void **state)
+{
+    ka_cluster_builder_t *b = fx_builder(0);
+    const int32_t replicas[] = {7, 1000000, 1000001, 7};
+    ka_cluster_t *c;
+
+    (void)state;
+    fx_broker(b, 1000000, NULL, false);
+    fx_broker(b, 7, NULL, false);
+    OK(ka_cluster_builder_add_partition(b, S("t"), 0, replicas, 2));
+    OK(ka_cluster_builder_add_partition(b, S("t"), 1, replicas + 2, 2));
+    c = fx_finish(b);
+    assert_int_equal(ka_cluster_broker_count(c), 3);
+    assert_int_equal(ka_cluster_broker(c, 7)->replicas, 2);
+    assert_int_equal(ka_cluster_broker(c, 1000000)->replicas, 1);
+    assert_int_equal(ka_cluster_broker(c, 1000001)->replicas, 1);
+    assert_false(ka_cluster_broker(c, 1000001)->listed);
+    assert_int_equal(ka_cluster_broker_at(c, 2)->id, 1000001);
+    assert_true(ka_cluster_memory(c) > 0);
+    ka_cluster_unref(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -148,6 +207,8 @@ int main(void)
         cmocka_unit_test(test_partitions_may_arrive_in_any_order_with_holes),
         cmocka_unit_test(test_builder_refuses_duplicates_and_bad_values),
         cmocka_unit_test(test_lookup_holds_at_two_hundred_thousand_partitions),
+        cmocka_unit_test(test_topics_that_arrive_interleaved_keep_their_own_partitions),
+        cmocka_unit_test(test_large_and_unlisted_broker_ids_are_counted),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,52 @@
+/*
+ * ka_mdc_refresh.h: one metadata refresh's answers, and the two steps that
+ * run on libuv's worker threads (see ka_metadata_client.c).
+ *
+ * The metadata client fills a refresh on the loop (frames, decoded
+ * DescribeCluster and DescribeConfigs answers) and hands it to a worker for
+ * the two steps whose cost grows with the cluster: decoding the Metadata
+ * answer and building the view. While a worker holds it (busy), nothing on
+ * the loop reads or writes it.
+ */
+#ifndef KA_MDC_REFRESH_H
+#define KA_MDC_REFRESH_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "ka_cluster.h"
+#include "ka_pool.h"
+#include "ka_protocol.h"
+
+struct ka_mdc;
+
+struct ka_mdc_refresh {
+    uv_work_t work; /* work.data is the refresh */
+    struct ka_mdc *owner;
+    int busy;      /* a worker holds it */
+    int abandoned; /* failed or stopped while busy: the completion frees it */
+    int rc;        /* the worker's result, with err */
+    char err[300];
+    ka_reader_t metadata_reader; /* the Metadata body after its header */
+    int16_t metadata_version;
+    ka_broker_defaults_t fallback; /* the defaults known before this refresh */
+    int have_fallback;
+    ka_cluster_t *view; /* built, until handed over */
+    uint64_t work_ns;   /* worker time since the last completion */
+    int64_t taken_at_ms;
+    ka_arena_t arena;     /* every decoded answer of this refresh */
+    ka_pbuf_t *frames[3]; /* the frames the decoded answers point into */
+    int frame_count;
+    struct ka_metadata_response metadata;
+    struct ka_describecluster_response cluster;
+    struct ka_describeconfigs_response configs;
+    int have_cluster, have_configs;
+};
+
+/* On a worker: decodes metadata_reader into metadata (rc, err). */
+void ka_mdc_refresh_decode_work(uv_work_t *work);
+/* On a worker: builds view from the answers (rc, err), then frees the
+ * decoded answers (the frames stay: the pool is the loop's). */
+void ka_mdc_refresh_build_work(uv_work_t *work);
+
+#endif
