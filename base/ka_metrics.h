@@ -15,7 +15,8 @@
 #include "ka_pool.h"
 
 /* Admission counters are labelled by API, decision and reason (ka_adm_kinds.h). */
-#define KA_ADM_VERSION_SLOTS 16 /* decode errors of versions >= 15 share the last slot */
+#define KA_ADM_VERSION_SLOTS       16 /* decode errors of versions >= 15 share the last slot */
+#define KA_METRICS_LATENCY_BUCKETS 14
 
 const char *ka_adm_api_name(enum ka_adm_api api);
 const char *ka_adm_decision_name(enum ka_adm_decision d);
@@ -70,10 +71,23 @@ typedef struct ka_metrics {
     uint64_t ledger_intents_live;       /* gauge: intents that still count */
     uint64_t metadata_refreshes;        /* cluster views built */
     uint64_t metadata_refresh_failures; /* refresh attempts that failed */
+    /* How long decisions take, from the frame's first judgement to its verdict
+     * (ledger round trips included), by API: ka_metrics_observe_decision(). */
+    uint64_t adm_latency_buckets[KA_ADM_API_COUNT][KA_METRICS_LATENCY_BUCKETS];
+    uint64_t adm_latency_count[KA_ADM_API_COUNT];
+    uint64_t adm_latency_sum_ns[KA_ADM_API_COUNT];
 } ka_metrics_t;
 
+/* Upper bounds, in seconds, of the decision-latency histogram's buckets (+Inf aside). */
+extern const double ka_metrics_latency_bounds[KA_METRICS_LATENCY_BUCKETS];
+
+/* Counts one admission decision of api that took ns nanoseconds. */
+void ka_metrics_observe_decision(ka_metrics_t *m, enum ka_adm_api api, uint64_t ns);
+
 /*
- * Renders the Prometheus text exposition format into buf. Returns the
+ * Renders the Prometheus text exposition format into buf, following the
+ * naming conventions (counters end in _total, base units, labels rather
+ * than name variants; docs/metrics.md lists every family). Returns the
  * length written, or KA_EOVERFLOW when buf is too small.
  */
 long ka_metrics_render(const ka_metrics_t *m, ka_pool_t *pool, char *buf, size_t cap);

@@ -44,6 +44,7 @@ typedef struct ledger_wait {
     int done;                  /* the ledger answered: status, order */
     enum ka_ledger_status status;
     uint64_t order;
+    uint64_t started_ns; /* uv_hrtime() of phase 1: the decision-latency histogram's start */
 } ledger_wait_t;
 
 /* What a forwarded request keeps until its response. */
@@ -287,7 +288,8 @@ static int count_decode_error(ka_metrics_t *m, const ka_adm_outcome_t *o)
  * without pending frees hs.
  */
 static int apply_outcome(ka_admission_t *a, const ka_frame_header_t *hdr, ka_adm_outcome_t *o,
-                         int audit_mode, hook_state_t *hs, ka_hook_verdict_t *v)
+                         int audit_mode, hook_state_t *hs, ka_hook_verdict_t *v,
+                         uint64_t started_ns)
 {
     ka_metrics_t *m = ka_server_metrics(a->srv);
     switch (o->action) {
@@ -322,6 +324,7 @@ static int apply_outcome(ka_admission_t *a, const ka_frame_header_t *hdr, ka_adm
     }
     if (o->decided) {
         m->adm_decisions[o->api][o->decision][o->reason]++;
+        ka_metrics_observe_decision(m, o->api, uv_hrtime() - started_ns);
         if (o->auto_create_denied)
             m->adm_auto_create_denials++;
         log_decision(o, hdr->correlation_id, audit_mode);
@@ -433,8 +436,9 @@ static int ledger_phase2(ka_admission_t *a, ledger_wait_t *w, const ka_frame_hea
     ka_ledger_claims_free(&w->claims);
     ka_adm_req_free(w->req);
     free(w->copy);
+    uint64_t started_ns = w->started_ns;
     free(w);
-    return apply_outcome(a, hdr, &o, audit_mode, hs, v);
+    return apply_outcome(a, hdr, &o, audit_mode, hs, v, started_ns);
 }
 
 /*
@@ -497,6 +501,7 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
     int resumed = v->resumed;
     ka_adm_outcome_t o;
     int rc;
+    uint64_t started_ns = uv_hrtime();
 
     memset(v, 0, sizeof(*v));
     v->kind = KA_HOOK_FORWARD;
@@ -509,6 +514,7 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
     if (a->ledger_client == NULL) {
         rc = ka_adm_request(&ctx, frame, *len, &o);
     } else if (ledger_phase1(a, frame, *len, &ctx, &o, &rc)) {
+        a->just_deferred->started_ns = started_ns;
         ctx_release(&ctx);
         v->kind = KA_HOOK_DEFER;
         return 0;
@@ -519,7 +525,7 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
         v->reason = "out of memory deciding admission";
         return 0;
     }
-    return apply_outcome(a, hdr, &o, audit_mode, NULL, v);
+    return apply_outcome(a, hdr, &o, audit_mode, NULL, v, started_ns);
 }
 
 static int on_response(void *user, const ka_inflight_entry_t *request, uint8_t *frame, size_t *len,
