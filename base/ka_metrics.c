@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "ka_error.h"
 
@@ -116,6 +117,28 @@ static const metric_row_t rows[] = {
 
 const double ka_metrics_latency_bounds[KA_METRICS_LATENCY_BUCKETS] = {
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
+
+void ka_metrics_record_decision(ka_metrics_t *m, const ka_metrics_decision_t *d,
+                                const char *message)
+{
+    ka_metrics_decision_t *slot = &m->recent[m->recent_total % KA_METRICS_RECENT_DECISIONS];
+    size_t n = message ? strnlen(message, sizeof(slot->message) - 1) : 0;
+    struct timespec ts;
+
+    *slot = *d;
+    memcpy(slot->message, message ? message : "", n);
+    slot->message[n] = '\0';
+    if (slot->at_unix_ms == 0 && clock_gettime(CLOCK_REALTIME, &ts) == 0)
+        slot->at_unix_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    m->recent_total++;
+}
+
+const ka_metrics_decision_t *ka_metrics_recent(const ka_metrics_t *m, size_t i)
+{
+    if (i >= KA_METRICS_RECENT_DECISIONS || i >= m->recent_total)
+        return NULL;
+    return &m->recent[(m->recent_total - 1 - i) % KA_METRICS_RECENT_DECISIONS];
+}
 
 void ka_metrics_observe_decision(ka_metrics_t *m, enum ka_adm_api api, uint64_t ns)
 {

@@ -22,6 +22,20 @@ const char *ka_adm_api_name(enum ka_adm_api api);
 const char *ka_adm_decision_name(enum ka_adm_decision d);
 const char *ka_adm_reason_name(enum ka_reason r);
 
+/* One admission decision as the status page lists it (GET /v1/decisions). */
+#define KA_METRICS_RECENT_DECISIONS 20
+#define KA_METRICS_DECISION_MESSAGE 480 /* longer messages are cut; the log has them whole */
+typedef struct ka_metrics_decision {
+    int64_t at_unix_ms;
+    enum ka_adm_api api;
+    enum ka_adm_decision decision;
+    enum ka_reason reason;
+    int32_t correlation_id;
+    uint32_t items, admitted, rejected;
+    int audit; /* decided in audit mode */
+    char message[KA_METRICS_DECISION_MESSAGE];
+} ka_metrics_decision_t;
+
 typedef struct ka_metrics {
     uint64_t connections_accepted; /* client connections taken by the listener */
     uint64_t connections_rejected; /* closed at once because of --max-connections */
@@ -76,10 +90,21 @@ typedef struct ka_metrics {
     uint64_t adm_latency_buckets[KA_ADM_API_COUNT][KA_METRICS_LATENCY_BUCKETS];
     uint64_t adm_latency_count[KA_ADM_API_COUNT];
     uint64_t adm_latency_sum_ns[KA_ADM_API_COUNT];
+    /* The latest decisions, a ring: ka_metrics_record_decision(), ka_metrics_recent(). */
+    ka_metrics_decision_t recent[KA_METRICS_RECENT_DECISIONS];
+    uint64_t recent_total; /* decisions recorded since start */
 } ka_metrics_t;
 
 /* Upper bounds, in seconds, of the decision-latency histogram's buckets (+Inf aside). */
 extern const double ka_metrics_latency_bounds[KA_METRICS_LATENCY_BUCKETS];
+
+/* Keeps d (its time set to now when 0) with message (cut to fit; NULL: none) as
+ * the newest of the latest decisions. */
+void ka_metrics_record_decision(ka_metrics_t *m, const ka_metrics_decision_t *d,
+                                const char *message);
+
+/* The i-th newest decision (0: the newest), or NULL past the ones kept. */
+const ka_metrics_decision_t *ka_metrics_recent(const ka_metrics_t *m, size_t i);
 
 /* Counts one admission decision of api that took ns nanoseconds. */
 void ka_metrics_observe_decision(ka_metrics_t *m, enum ka_adm_api api, uint64_t ns);

@@ -248,6 +248,21 @@ static void log_decision(const ka_adm_outcome_t *o, int32_t correlation_id, int 
            KA_KS("message", o->message[0] ? o->message : NULL));
 }
 
+/* For the status page's latest decisions (GET /v1/decisions). */
+static void record_decision(ka_metrics_t *m, const ka_adm_outcome_t *o, int32_t correlation_id,
+                            int audit_mode)
+{
+    ka_metrics_decision_t d = {.api = o->api,
+                               .decision = o->decision,
+                               .reason = o->reason,
+                               .correlation_id = correlation_id,
+                               .items = (uint32_t)o->items,
+                               .admitted = (uint32_t)o->admitted,
+                               .rejected = (uint32_t)o->rejected,
+                               .audit = audit_mode};
+    ka_metrics_record_decision(m, &d, o->message);
+}
+
 /* The context of one decision: the policy and view in force now (references taken). */
 static ka_adm_ctx_t decision_ctx(ka_admission_t *a, int resumed)
 {
@@ -325,6 +340,7 @@ static int apply_outcome(ka_admission_t *a, const ka_frame_header_t *hdr, ka_adm
     if (o->decided) {
         m->adm_decisions[o->api][o->decision][o->reason]++;
         ka_metrics_observe_decision(m, o->api, uv_hrtime() - started_ns);
+        record_decision(m, o, hdr->correlation_id, audit_mode);
         if (o->auto_create_denied)
             m->adm_auto_create_denials++;
         log_decision(o, hdr->correlation_id, audit_mode);

@@ -274,6 +274,12 @@ static void admin_close(void *arg)
         uv_close((uv_handle_t *)&st->probe_tcp, probe_closed_cb);
 }
 
+static const struct ka_metrics *op_metrics_get(void *ctx)
+{
+    admin_state_t *st = ctx;
+    return ka_server_metrics(st->srv);
+}
+
 static const ka_admin_ops_t admin_ops = {
     .policy_get = op_policy_get,
     .policy_next_version = op_policy_next_version,
@@ -284,6 +290,7 @@ static const ka_admin_ops_t admin_ops = {
     .reservations_get = op_reservations_get,
     .clock_ms = op_clock_ms,
     .metrics_render = op_metrics_render,
+    .metrics_get = op_metrics_get,
     .ready = op_ready,
     .pool_get = op_pool_get,
     .request_timed_out = op_request_timed_out,
