@@ -29,7 +29,7 @@ sys.path.insert(0, str(HERE))
 
 import clients  # noqa: E402
 from admin_client import get_json, http  # noqa: E402
-from kafka_cluster import HOST, port_open  # noqa: E402
+from kafka_cluster import HOST, kadmit_bin, port_open  # noqa: E402
 from operator_fixtures import TOKEN, enforcing_cluster  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -207,3 +207,25 @@ def test_status_page_follows_a_limit_change_without_a_reload(page):
     origins = dt.js("[...new Set(performance.getEntriesByType('resource')"
                     ".map(e => new URL(e.name).origin))]")
     assert origins == [f"http://{HOST}:{admin}"], origins
+
+
+def test_kadmit_status_prints_the_capacity_table_of_v1_brokers(page):
+    _, admin = page
+    p = subprocess.run([str(kadmit_bin()), "status", "--admin", f"{HOST}:{admin}"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stdout + p.stderr
+    status, doc = get_json(admin, "/v1/brokers")
+    assert status == 200, doc
+    lines = p.stdout.splitlines()
+    assert lines[0].split()[:6] == ["BROKER", "RACK", "PARTITIONS", "RESERVED", "LIMIT",
+                                    "HEADROOM"], p.stdout
+    rows = {int(ln.split()[0]): ln.split() for ln in lines[1:] if ln[:1].isdigit()}
+    for b in doc["brokers"]:
+        row = rows[b["id"]]
+        assert [int(x) for x in (row[2], row[3], row[4], row[5])] == [
+            b["partitions"], b["reserved"], b["limit"], b["headroom"]], (row, b)
+    assert f"{doc['cluster']['partitions']} partitions" in p.stdout, p.stdout
+    # A sidecar that cannot be reached is an error with a sentence, not a table.
+    p = subprocess.run([str(kadmit_bin()), "status", "--admin", f"{HOST}:1"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 1 and "cannot connect" in p.stderr, p.stderr
