@@ -236,15 +236,19 @@ static void free_state_cb(void *user, void *state)
     free(hs);
 }
 
-static void log_decision(const ka_adm_outcome_t *o, int32_t correlation_id, int audit_mode)
+/* The one log event of each decision; docs/logging.md documents its fields. */
+static void log_decision(const ka_adm_outcome_t *o, int32_t correlation_id, int audit_mode,
+                         uint64_t duration_ns)
 {
-    ka_log(KA_LOG_INFO, "admission decision", KA_KS("api", ka_adm_api_name(o->api)),
-           KA_KI("version", o->api_version), KA_KI("correlation_id", correlation_id),
+    ka_log(KA_LOG_INFO, "admission decision", KA_KS("event", "admission_decision"),
+           KA_KS("api", ka_adm_api_name(o->api)), KA_KI("version", o->api_version),
+           KA_KI("correlation_id", correlation_id),
            KA_KS("decision", ka_adm_decision_name(o->decision)),
            KA_KS("reason", ka_adm_reason_name(o->reason)), KA_KI("items", o->items),
            KA_KI("admitted", o->admitted), KA_KI("rejected", o->rejected),
            KA_KI("placed", o->placed), KA_KI("deferred_to_broker", o->deferred_to_broker),
            KA_KI("audited", o->audited), KA_KS("mode", audit_mode ? "audit" : "enforce"),
+           KA_KI("duration_us", (long long)(duration_ns / 1000)),
            KA_KS("message", o->message[0] ? o->message : NULL));
 }
 
@@ -339,11 +343,12 @@ static int apply_outcome(ka_admission_t *a, const ka_frame_header_t *hdr, ka_adm
     }
     if (o->decided) {
         m->adm_decisions[o->api][o->decision][o->reason]++;
-        ka_metrics_observe_decision(m, o->api, uv_hrtime() - started_ns);
+        uint64_t took = uv_hrtime() - started_ns;
+        ka_metrics_observe_decision(m, o->api, took);
         record_decision(m, o, hdr->correlation_id, audit_mode);
         if (o->auto_create_denied)
             m->adm_auto_create_denials++;
-        log_decision(o, hdr->correlation_id, audit_mode);
+        log_decision(o, hdr->correlation_id, audit_mode, took);
         if (o->auto_create_denied)
             ka_log(KA_LOG_INFO, "auto-creation denied, forwarding Metadata with the flag cleared",
                    KA_KI("auto_create_denials", m->adm_auto_create_denials));

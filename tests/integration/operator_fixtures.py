@@ -21,7 +21,7 @@ TOKEN = "operator-test-token"
 
 @contextlib.contextmanager
 def enforcing_cluster(request, label: str, offset: int, policy: dict, brokers: int = 1,
-                      extra_ports: tuple[int, ...] = ()):
+                      extra_ports: tuple[int, ...] = (), sidecar_args: tuple[str, ...] = ()):
     """Yields (dir, cluster, sidecars) once every sidecar is ready. extra_ports are offsets
     from node 1's admin port that the module's own servers will use; they must be free too."""
     binary = kadmit_bin()
@@ -41,7 +41,7 @@ def enforcing_cluster(request, label: str, offset: int, policy: dict, brokers: i
     with own_cluster(d, c, sc, f"{label} integration", request):
         c.start()
         for n in c.nodes:
-            spawn_sidecar(sc[n.id], d / "policy.json", d / "admin.token")
+            spawn_sidecar(sc[n.id], d / "policy.json", d / "admin.token", *sidecar_args)
         for n in c.nodes:
             wait_ready(n.admin_port)
         yield d, c, sc

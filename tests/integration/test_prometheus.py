@@ -67,7 +67,8 @@ class Env:
 @pytest.fixture(scope="module")
 def env(request):
     with enforcing_cluster(request, "prom", 400, {"max.broker.partitions": 60},
-                           extra_ports=(PROM_PORT_OFFSET,)) as (d, c, sc):
+                           extra_ports=(PROM_PORT_OFFSET,),
+                           sidecar_args=("--log-format", "json")) as (d, c, sc):
         prom_port = c.node(1).admin_port + PROM_PORT_OFFSET
         config = d / "prometheus.yml"
         config.write_text(
@@ -133,3 +134,30 @@ def test_prometheus_scrapes_the_rejection_counter_and_the_latency_histogram(env:
     assert 0 < float(p50[0]["value"][1]) <= 5, p50
     build = env.query("kadmit_build_info")
     assert build and build[0]["metric"].get("version"), build
+
+
+# The fields docs/logging.md promises on every admission decision event.
+DECISION_FIELDS = {"ts", "level", "msg", "event", "api", "version", "correlation_id", "decision",
+                   "reason", "items", "admitted", "rejected", "placed", "deferred_to_broker",
+                   "audited", "mode", "duration_us", "message"}
+
+
+def test_json_log_has_one_documented_event_per_decision(env: Env):
+    text = env.scrape()
+    decided = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                  if line.startswith("kadmit_admission_decisions_total{"))
+    lines = [json.loads(line) for line in env.sc[1].log.read_text().splitlines()
+             if line.startswith("{")]
+    assert lines and all({"ts", "level", "msg"} <= set(e) for e in lines), lines[:3]
+    events = [e for e in lines if e.get("event") == "admission_decision"]
+    assert len(events) == decided == 2, (decided, events)
+    for e in events:
+        assert set(e) == DECISION_FIELDS, sorted(set(e) ^ DECISION_FIELDS)
+        assert e["msg"] == "admission decision" and e["mode"] == "enforce", e
+        assert isinstance(e["duration_us"], int) and e["duration_us"] >= 0, e
+    reject = next(e for e in events if e["decision"] == "reject")
+    assert reject["reason"] == "limit" and reject["rejected"] == 1, reject
+    assert reject["message"].startswith("Cannot satisfy request without exceeding"), reject
+    # The doc lists exactly these fields.
+    doc = (HERE.parents[1] / "docs" / "logging.md").read_text()
+    assert all(f"`{f}`" in doc for f in DECISION_FIELDS), "docs/logging.md misses a field"
