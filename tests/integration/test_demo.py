@@ -55,6 +55,9 @@ def demo():
     d = Path(tempfile.mkdtemp(prefix="kadmit-demo-")) / "state"
     env = dict(os.environ, KADMIT_BIN=str(binary), KADMIT_DEMO_DIR=str(d),
                KADMIT_TEST_PORT_BASE=str(port_base() + OFFSET))
+    # As a user runs it: the suite's KADMIT_LEDGER=off (conftest) is not the demo's setting;
+    # the demo's sidecars decide through the cluster-wide ledger, as kadmit does by default.
+    env.pop("KADMIT_LEDGER", None)
     cluster = KafkaCluster(d, brokers=3, port_base_=port_base() + OFFSET)
     busy = [p for n in cluster.nodes for p in (n.sidecar_port, n.client_port, n.admin_port)
             if port_open(p)]
