@@ -227,7 +227,7 @@ static void render_ledger_round_trips(out_t *o, const ka_metrics_t *m)
 static void render_latency(out_t *o, const ka_metrics_t *m)
 {
     emit(o, "# HELP kadmit_admission_decision_duration_seconds Time from an admission request's "
-            "first judgement to its verdict, ledger round trips included, by API.\n"
+            "judgement to its verdict, the ledger round trip included, by API.\n"
             "# TYPE kadmit_admission_decision_duration_seconds histogram\n");
     for (int a = 0; a < KA_ADM_API_COUNT && !o->overflow; a++) {
         uint64_t cum = 0;

@@ -85,8 +85,9 @@ typedef struct ka_metrics {
     uint64_t ledger_intents_live;       /* gauge: intents that still count */
     uint64_t metadata_refreshes;        /* cluster views built */
     uint64_t metadata_refresh_failures; /* refresh attempts that failed */
-    /* How long decisions take, from the frame's first judgement to its verdict
-     * (ledger round trips included), by API: ka_metrics_observe_decision(). */
+    /* How long decisions take, from the judgement that decides to the verdict
+     * (the ledger's round trip included, a wait for a metadata refresh not), by
+     * API: ka_metrics_observe_decision(). */
     uint64_t adm_latency_buckets[KA_ADM_API_COUNT][KA_METRICS_LATENCY_BUCKETS];
     uint64_t adm_latency_count[KA_ADM_API_COUNT];
     uint64_t adm_latency_sum_ns[KA_ADM_API_COUNT];

@@ -458,6 +458,14 @@ static void test_metrics_use_the_prometheus_text_format(void **state)
     assert_non_null(strstr(r.body, "kadmit_broker_reserved_partitions{broker=\"1\"} 2\n"));
     assert_non_null(strstr(r.body, "kadmit_cluster_view_age_seconds 1.500\n"));
     assert_non_null(strstr(r.body, "kadmit_admin_connections_accepted_total"));
+    /* The build and the process, from /proc (this test process here). */
+    assert_non_null(strstr(r.body, "kadmit_build_info{version=\"" KADMIT_VERSION "\""));
+    assert_non_null(strstr(r.body, "\nprocess_open_fds "));
+    assert_non_null(strstr(r.body, "\nprocess_cpu_seconds_total "));
+    assert_non_null(strstr(r.body, "\nprocess_start_time_seconds 1"));
+    const char *rss = strstr(r.body, "\nprocess_resident_memory_bytes ");
+    assert_non_null(rss);
+    assert_true(strtoll(rss + strlen("\nprocess_resident_memory_bytes "), NULL, 10) > 1 << 20);
     /* Every sample line belongs to a family announced just before it. */
     for (char *line = r.body; *line != '\0'; line = strchr(line, '\n') + 1) {
         if (line[0] != '#') {
