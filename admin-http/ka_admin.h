@@ -149,6 +149,9 @@ typedef struct ka_admin_ops {
     /* Now, on the clock the cluster view's taken_at_ms uses. */
     int64_t (*clock_ms)(void *ctx);
 
+    /* Optional: the proxy's counters, borrowed for the call (the latest
+     * decisions of GET /v1/decisions and the status page). */
+    const struct ka_metrics *(*metrics_get)(void *ctx);
     /* Appends the proxy's own metrics in Prometheus text format 0.0.4. */
     int (*metrics_render)(void *ctx, ka_admin_buf_t *out);
     /* True when kadmit can serve clients; otherwise a sentence in why. */

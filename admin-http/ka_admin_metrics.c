@@ -11,8 +11,12 @@
  */
 #include "ka_admin_router.h"
 
+#include <dirent.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #define CONTENT_TYPE_PROMETHEUS "text/plain; version=0.0.4; charset=utf-8"
 
@@ -183,6 +187,104 @@ static void render_admin(const ka_admin_context_t *ctx, ka_admin_buf_t *out)
     sample(out, "kadmit_admin_parse_errors_total", (int64_t)s->parse_errors);
 }
 
+/* The process's fields 14 (utime), 15 (stime) and 22 (starttime) of /proc/self/stat, in ticks. */
+static int read_proc_stat(unsigned long long *utime, unsigned long long *stime,
+                          unsigned long long *start)
+{
+    char line[1024];
+    FILE *f = fopen("/proc/self/stat", "r");
+    size_t n = f ? fread(line, 1, sizeof(line) - 1, f) : 0;
+
+    if (f != NULL)
+        fclose(f);
+    line[n] = '\0';
+    /* The command name (field 2) may hold spaces and parentheses: skip to its last ')'. */
+    char *p = strrchr(line, ')');
+    if (p == NULL || sscanf(p + 2,
+                            "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d "
+                            "%*d %*d %*d %llu",
+                            utime, stime, start) != 3)
+        return -1;
+    return 0;
+}
+
+static long long boot_time_s(void)
+{
+    char line[256];
+    long long btime = -1;
+    FILE *f = fopen("/proc/stat", "r");
+
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "btime %lld", &btime) == 1)
+            break;
+    if (f != NULL)
+        fclose(f);
+    return btime;
+}
+
+static long count_open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    long n = 0;
+
+    if (d == NULL)
+        return -1;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n - 1; /* the directory stream's own descriptor */
+}
+
+/* The standard process_* families (as Prometheus' client libraries name them),
+ * from /proc; a figure that cannot be read is left out. */
+static void render_process(ka_admin_buf_t *out)
+{
+    unsigned long long utime, stime, start, vsize_pages, rss_pages;
+    long ticks = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE), fds = count_open_fds();
+    long long btime = boot_time_s();
+    struct rlimit rl;
+    FILE *f = fopen("/proc/self/statm", "r");
+    int statm = f != NULL && fscanf(f, "%llu %llu", &vsize_pages, &rss_pages) == 2;
+
+    if (f != NULL)
+        fclose(f);
+    if (ticks > 0 && read_proc_stat(&utime, &stime, &start) == 0) {
+        family(out, "process_cpu_seconds_total", "counter",
+               "User and system CPU time spent, in seconds.");
+        ka_admin_buf_printf(out, "process_cpu_seconds_total %.2f\n",
+                            (double)(utime + stime) / (double)ticks);
+        if (btime > 0) {
+            family(out, "process_start_time_seconds", "gauge",
+                   "Start time of the process since the Unix epoch, in seconds.");
+            ka_admin_buf_printf(out, "process_start_time_seconds %.2f\n",
+                                (double)btime + (double)start / (double)ticks);
+        }
+    }
+    if (statm && page > 0) {
+        family(out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+        sample(out, "process_resident_memory_bytes", (int64_t)(rss_pages * (unsigned long)page));
+        family(out, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+        sample(out, "process_virtual_memory_bytes", (int64_t)(vsize_pages * (unsigned long)page));
+    }
+    if (fds >= 0) {
+        family(out, "process_open_fds", "gauge", "Open file descriptors.");
+        sample(out, "process_open_fds", fds);
+    }
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        family(out, "process_max_fds", "gauge", "The limit on open file descriptors.");
+        sample(out, "process_max_fds", (int64_t)rl.rlim_cur);
+    }
+}
+
+static void render_build_info(ka_admin_buf_t *out)
+{
+    family(out, "kadmit_build_info", "gauge",
+           "Always 1; the labels name the running build (version, compiler).");
+    ka_admin_buf_printf(out, "kadmit_build_info{version=\"%s\",compiler=\"%s\"} 1\n",
+                        KADMIT_VERSION, __VERSION__);
+}
+
 void ka_admin_handle_metrics_get(ka_admin_context_t *ctx, const ka_admin_request_t *req,
                                  const char *arg, ka_admin_response_t *res)
 {
@@ -200,6 +302,8 @@ void ka_admin_handle_metrics_get(ka_admin_context_t *ctx, const ka_admin_request
     render_brokers(ctx, policy, &res->body);
     ka_policy_unref(policy);
     render_admin(ctx, &res->body);
+    render_build_info(&res->body);
+    render_process(&res->body);
     res->status = 200;
     res->content_type = CONTENT_TYPE_PROMETHEUS;
 }

@@ -68,6 +68,11 @@ static const struct route ROUTES[] = {
     {"/healthz", false, "GET", {{HTTP_GET, false, handle_healthz}}},
     {"/readyz", false, "GET", {{HTTP_GET, false, handle_readyz}}},
     {"/v1/pool", false, "GET", {{HTTP_GET, false, handle_pool}}},
+    {"/v1/decisions", false, "GET", {{HTTP_GET, false, ka_admin_handle_decisions_get}}},
+    /* The status page and its assets (ka_admin_status.c). */
+    {"/", false, "GET", {{HTTP_GET, false, ka_admin_handle_asset_get}}},
+    {"/status.js", false, "GET", {{HTTP_GET, false, ka_admin_handle_asset_get}}},
+    {"/status.css", false, "GET", {{HTTP_GET, false, ka_admin_handle_asset_get}}},
 };
 
 /* Token files usually end in a newline; a token never does. */

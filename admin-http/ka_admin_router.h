@@ -110,6 +110,10 @@ void ka_admin_handle_overrides_delete(ka_admin_context_t *ctx, const ka_admin_re
                                       const char *arg, ka_admin_response_t *res);
 void ka_admin_handle_brokers_get(ka_admin_context_t *ctx, const ka_admin_request_t *req,
                                  const char *arg, ka_admin_response_t *res);
+void ka_admin_handle_asset_get(ka_admin_context_t *ctx, const ka_admin_request_t *req,
+                               const char *arg, ka_admin_response_t *res);
+void ka_admin_handle_decisions_get(ka_admin_context_t *ctx, const ka_admin_request_t *req,
+                                   const char *arg, ka_admin_response_t *res);
 void ka_admin_handle_metrics_get(ka_admin_context_t *ctx, const ka_admin_request_t *req,
                                  const char *arg, ka_admin_response_t *res);
 

@@ -1,84 +1,165 @@
 /*
  * ka_metrics.c: Prometheus rendering of ka_metrics_t.
  *
- * The metric table maps each field to its exposed name, type and help, so
- * adding a counter is one field and one row.
+ * The metric table maps each field to its exposed name, labels, type and
+ * help, so adding a counter is one field and one row. Names follow the
+ * Prometheus conventions: counters end in _total, values are in base units,
+ * and variants of one quantity (a direction, a cause) are labels of one
+ * family rather than names of their own.
  */
 #include "ka_metrics.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
 
 #include "ka_error.h"
 
 typedef struct metric_row {
     const char *name;
-    const char *type; /* "counter" or "gauge" */
+    const char *type;   /* "counter" or "gauge" */
+    const char *labels; /* NULL, or the sample's label set without braces */
     size_t offset;
-    const char *help;
+    const char *help; /* the family's, read from its first row */
 } metric_row_t;
 
-#define ROW(field, type, help)                                                                     \
+/* A family of one sample, or one labelled sample of a family: consecutive
+ * rows with the same name share the family's HELP and TYPE lines. */
+#define ROW(name, field, type, help)                                                               \
     {                                                                                              \
-        "kadmit_" #field, type, offsetof(ka_metrics_t, field), help                                \
+        "kadmit_" name, type, NULL, offsetof(ka_metrics_t, field), help                            \
+    }
+#define LROW(name, labels, field, type, help)                                                      \
+    {                                                                                              \
+        "kadmit_" name, type, labels, offsetof(ka_metrics_t, field), help                          \
     }
 
 static const metric_row_t rows[] = {
-    ROW(connections_accepted, "counter", "Client connections accepted."),
-    ROW(connections_rejected, "counter",
+    ROW("connections_accepted_total", connections_accepted, "counter",
+        "Client connections accepted."),
+    ROW("connections_rejected_total", connections_rejected, "counter",
         "Client connections closed at once over --max-connections."),
-    ROW(connections_active, "gauge", "Client connections open now."),
-    ROW(connections_cut, "counter", "Connections closed by the drain timeout."),
-    ROW(idle_timeouts, "counter", "Connections closed after --idle-timeout."),
-    ROW(upstream_connect_failures, "counter", "Failed connections to the broker."),
-    ROW(bytes_client_to_broker, "counter", "Bytes forwarded from clients to the broker."),
-    ROW(bytes_broker_to_client, "counter", "Bytes forwarded from the broker to clients."),
-    ROW(frames_client_to_broker, "counter", "Request frames seen."),
-    ROW(frames_broker_to_client, "counter", "Response frames seen."),
-    ROW(frames_oversize, "counter", "Request frames above --max-frame-bytes."),
-    ROW(frames_undersize, "counter", "Frames smaller than their header."),
-    ROW(tls_on_plaintext, "counter", "TLS handshakes refused on a plaintext listener."),
-    ROW(protocol_errors, "counter", "Other framing errors that closed a connection."),
-    ROW(tls_handshakes, "counter", "TLS handshakes completed (client and upstream legs)."),
-    ROW(tls_handshake_failures, "counter", "TLS handshakes or records that failed."),
-    ROW(tls_plaintext_refused, "counter", "Plaintext clients closed on the TLS listener."),
-    ROW(tls_reloads, "counter", "Certificate reloads after a file change."),
-    ROW(tls_reload_failures, "counter", "Certificate reloads refused; the old files stay in use."),
-    ROW(produce_acks0, "counter", "Produce requests with acks=0 (no response)."),
-    ROW(unexpected_responses, "counter", "Responses that arrived with no request in flight."),
-    ROW(sasl_raw_tokens, "counter", "Raw SASL tokens after SaslHandshake v0."),
-    ROW(sasl_opaque_connections, "counter", "Connections passed through unframed (e.g. GSSAPI)."),
-    ROW(frames_intercepted, "counter", "Frames buffered whole for inspection."),
-    ROW(local_answers, "counter", "Responses written by kadmit itself."),
-    ROW(backpressure_pauses, "counter", "Reads paused because the other side was slow."),
-    ROW(pool_waits, "counter", "Reads paused because the memory pool was depleted."),
-    ROW(inflight_pauses, "counter", "Client reads paused at --max-inflight requests in flight."),
-    ROW(frames_truncated, "counter", "Clients that closed their side in the middle of a frame."),
-    ROW(frames_stalled, "counter", "Connections closed by --idle-timeout with a frame half sent."),
-    ROW(unknown_api_keys, "counter",
+    ROW("connections_active", connections_active, "gauge", "Client connections open now."),
+    LROW("connections_closed_total", "reason=\"drain_timeout\"", connections_cut, "counter",
+         "Client connections kadmit closed itself, by reason: the drain timeout at shutdown, or "
+         "--idle-timeout."),
+    LROW("connections_closed_total", "reason=\"idle_timeout\"", idle_timeouts, "counter", NULL),
+    ROW("upstream_connect_failures_total", upstream_connect_failures, "counter",
+        "Failed connections to the broker."),
+    LROW("forwarded_bytes_total", "direction=\"client_to_broker\"", bytes_client_to_broker,
+         "counter", "Bytes forwarded, by direction."),
+    LROW("forwarded_bytes_total", "direction=\"broker_to_client\"", bytes_broker_to_client,
+         "counter", NULL),
+    LROW("frames_total", "direction=\"client_to_broker\"", frames_client_to_broker, "counter",
+         "Kafka frames seen, by direction (requests: client_to_broker)."),
+    LROW("frames_total", "direction=\"broker_to_client\"", frames_broker_to_client, "counter",
+         NULL),
+    LROW("frame_errors_total", "kind=\"oversize\"", frames_oversize, "counter",
+         "Framing errors, by kind: oversize (above --max-frame-bytes), undersize (smaller than a "
+         "header), truncated (the client closed mid-frame), stalled (--idle-timeout mid-frame), "
+         "other (every other framing error that closed a connection)."),
+    LROW("frame_errors_total", "kind=\"undersize\"", frames_undersize, "counter", NULL),
+    LROW("frame_errors_total", "kind=\"truncated\"", frames_truncated, "counter", NULL),
+    LROW("frame_errors_total", "kind=\"stalled\"", frames_stalled, "counter", NULL),
+    LROW("frame_errors_total", "kind=\"other\"", protocol_errors, "counter", NULL),
+    ROW("tls_on_plaintext_total", tls_on_plaintext, "counter",
+        "TLS handshakes refused on a plaintext listener."),
+    ROW("tls_handshakes_total", tls_handshakes, "counter",
+        "TLS handshakes completed (client and upstream legs)."),
+    ROW("tls_handshake_failures_total", tls_handshake_failures, "counter",
+        "TLS handshakes or records that failed."),
+    ROW("tls_plaintext_refused_total", tls_plaintext_refused, "counter",
+        "Plaintext clients closed on the TLS listener."),
+    LROW("tls_reloads_total", "result=\"ok\"", tls_reloads, "counter",
+         "Certificate reloads after a file change, by result (refused: the old files stay in "
+         "use)."),
+    LROW("tls_reloads_total", "result=\"refused\"", tls_reload_failures, "counter", NULL),
+    ROW("produce_acks0_total", produce_acks0, "counter",
+        "Produce requests with acks=0 (no response)."),
+    ROW("unexpected_responses_total", unexpected_responses, "counter",
+        "Responses that arrived with no request in flight."),
+    ROW("sasl_raw_tokens_total", sasl_raw_tokens, "counter",
+        "Raw SASL tokens after SaslHandshake v0."),
+    ROW("sasl_opaque_connections_total", sasl_opaque_connections, "counter",
+        "Connections passed through unframed (e.g. GSSAPI)."),
+    ROW("frames_intercepted_total", frames_intercepted, "counter",
+        "Frames buffered whole for inspection."),
+    ROW("local_answers_total", local_answers, "counter", "Responses written by kadmit itself."),
+    LROW("read_pauses_total", "cause=\"backpressure\"", backpressure_pauses, "counter",
+         "Reads paused, by cause: backpressure (the other side was slow), pool (the memory pool "
+         "was depleted), inflight (--max-inflight requests in flight)."),
+    LROW("read_pauses_total", "cause=\"pool\"", pool_waits, "counter", NULL),
+    LROW("read_pauses_total", "cause=\"inflight\"", inflight_pauses, "counter", NULL),
+    ROW("unknown_api_keys_total", unknown_api_keys, "counter",
         "Requests with an API key kadmit does not know, passed through."),
-    ROW(adm_auto_create_denials, "counter",
+    ROW("admission_auto_create_denials_total", adm_auto_create_denials, "counter",
         "Metadata requests forwarded with allow_auto_topic_creation cleared."),
-    ROW(adm_deferred, "counter", "Admission decisions that waited for a metadata refresh."),
-    ROW(adm_reservations_released, "counter",
+    ROW("admission_deferred_total", adm_deferred, "counter",
+        "Admission decisions that waited for a metadata refresh."),
+    ROW("admission_reservations_released_total", adm_reservations_released, "counter",
         "Reservations released because the broker reported an error."),
     /* The cluster-wide ledger. */
-    ROW(ledger_appends, "counter", "Records appended to the ledger (intents and outcomes)."),
-    ROW(ledger_round_trip_ms_sum, "counter",
-        "Milliseconds from appending an intent to reading it back, summed."),
-    ROW(ledger_round_trips, "counter", "Intents read back from the ledger."),
-    ROW(ledger_failures, "counter", "Intents not written or not read back within the timeout."),
-    ROW(ledger_records_malformed, "counter", "Ledger records refused when read back."),
-    ROW(ledger_connected, "gauge", "1 while ledger appends and reads succeed."),
-    ROW(ledger_intents_live, "gauge", "Ledger intents of all sidecars that still count."),
-    ROW(metadata_refreshes, "counter", "Cluster views built by the metadata client."),
-    ROW(metadata_refresh_failures, "counter", "Metadata refresh attempts that failed."),
-    ROW(metadata_offloop_us_sum, "counter",
-        "Microseconds worker threads spent decoding Metadata and building views, summed."),
-    ROW(loop_turn_max_us, "gauge", "The longest turn of the forwarding loop in the last ~10 s."),
-    ROW(loop_turns_over_1ms, "counter", "Turns of the forwarding loop that ran over 1 ms."),
-    ROW(control_turns_over_1ms, "counter", "Loop turns in which control-plane work ran over 1 ms."),
+    ROW("ledger_appends_total", ledger_appends, "counter",
+        "Records appended to the ledger (intents and outcomes)."),
+    ROW("ledger_failures_total", ledger_failures, "counter",
+        "Intents not written or not read back within the timeout."),
+    ROW("ledger_records_malformed_total", ledger_records_malformed, "counter",
+        "Ledger records refused when read back."),
+    ROW("ledger_connected", ledger_connected, "gauge", "1 while ledger appends and reads succeed."),
+    ROW("ledger_intents_live", ledger_intents_live, "gauge",
+        "Ledger intents of all sidecars that still count."),
+    LROW("metadata_refreshes_total", "result=\"ok\"", metadata_refreshes, "counter",
+         "Cluster-view refreshes by the metadata client, by result (ok: a view was built)."),
+    LROW("metadata_refreshes_total", "result=\"failed\"", metadata_refresh_failures, "counter",
+         NULL),
+    ROW("loop_turns_over_1ms_total", loop_turns_over_1ms, "counter",
+        "Turns of the forwarding loop that ran over 1 ms."),
+    ROW("loop_control_turns_over_1ms_total", control_turns_over_1ms, "counter",
+        "Loop turns in which control-plane work ran over 1 ms."),
 };
+
+const double ka_metrics_latency_bounds[KA_METRICS_LATENCY_BUCKETS] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
+
+void ka_metrics_record_decision(ka_metrics_t *m, const ka_metrics_decision_t *d,
+                                const char *message)
+{
+    ka_metrics_decision_t *slot = &m->recent[m->recent_total % KA_METRICS_RECENT_DECISIONS];
+    size_t n = message ? strnlen(message, sizeof(slot->message) - 1) : 0;
+    struct timespec ts;
+
+    *slot = *d;
+    memcpy(slot->message, message ? message : "", n);
+    slot->message[n] = '\0';
+    if (slot->at_unix_ms == 0 && clock_gettime(CLOCK_REALTIME, &ts) == 0)
+        slot->at_unix_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    m->recent_total++;
+}
+
+const ka_metrics_decision_t *ka_metrics_recent(const ka_metrics_t *m, size_t i)
+{
+    if (i >= KA_METRICS_RECENT_DECISIONS || i >= m->recent_total)
+        return NULL;
+    return &m->recent[(m->recent_total - 1 - i) % KA_METRICS_RECENT_DECISIONS];
+}
+
+void ka_metrics_observe_decision(ka_metrics_t *m, enum ka_adm_api api, uint64_t ns)
+{
+    double s = (double)ns / 1e9;
+
+    if ((unsigned)api >= KA_ADM_API_COUNT)
+        return;
+    /* Buckets are stored per bucket, not cumulatively: the renderer sums them. */
+    for (int i = 0; i < KA_METRICS_LATENCY_BUCKETS; i++) {
+        if (s <= ka_metrics_latency_bounds[i]) {
+            m->adm_latency_buckets[api][i]++;
+            break;
+        }
+    }
+    m->adm_latency_count[api]++;
+    m->adm_latency_sum_ns[api] += ns;
+}
 
 const char *ka_adm_api_name(enum ka_adm_api api)
 {
@@ -134,6 +215,60 @@ static void emit_metric(out_t *o, const char *name, const char *type, const char
     emit(o, "# HELP %s %s\n# TYPE %s %s\n%s %s\n", name, help, name, type, name, value);
 }
 
+/* A summary without quantiles: the ledger's round trips as a sum and a count. */
+static void render_ledger_round_trips(out_t *o, const ka_metrics_t *m)
+{
+    emit(o,
+         "# HELP kadmit_ledger_round_trip_seconds From appending an intent to the ledger to "
+         "reading it back.\n"
+         "# TYPE kadmit_ledger_round_trip_seconds summary\n"
+         "kadmit_ledger_round_trip_seconds_sum %.3f\n"
+         "kadmit_ledger_round_trip_seconds_count %llu\n",
+         (double)m->ledger_round_trip_ms_sum / 1000.0, (unsigned long long)m->ledger_round_trips);
+}
+
+/* The loop's own timings, in seconds: the longest recent turn, and the worker
+ * time spent off the loop decoding Metadata and building views. */
+static void render_loop(out_t *o, const ka_metrics_t *m)
+{
+    emit(o,
+         "# HELP kadmit_loop_turn_max_seconds The longest turn of the forwarding loop in the last "
+         "~10 s.\n"
+         "# TYPE kadmit_loop_turn_max_seconds gauge\n"
+         "kadmit_loop_turn_max_seconds %.6f\n"
+         "# HELP kadmit_metadata_offloop_seconds_total Worker-thread time decoding Metadata and "
+         "building cluster views.\n"
+         "# TYPE kadmit_metadata_offloop_seconds_total counter\n"
+         "kadmit_metadata_offloop_seconds_total %.6f\n",
+         (double)m->loop_turn_max_us / 1e6, (double)m->metadata_offloop_us_sum / 1e6);
+}
+
+/* The decision-latency histogram; an API with no decision yet is left out. */
+static void render_latency(out_t *o, const ka_metrics_t *m)
+{
+    emit(o, "# HELP kadmit_admission_decision_duration_seconds Time from an admission request's "
+            "judgement to its verdict, the ledger round trip included, by API.\n"
+            "# TYPE kadmit_admission_decision_duration_seconds histogram\n");
+    for (int a = 0; a < KA_ADM_API_COUNT && !o->overflow; a++) {
+        uint64_t cum = 0;
+        if (m->adm_latency_count[a] == 0)
+            continue;
+        for (int i = 0; i < KA_METRICS_LATENCY_BUCKETS; i++) {
+            cum += m->adm_latency_buckets[a][i];
+            emit(o,
+                 "kadmit_admission_decision_duration_seconds_bucket{api=\"%s\",le=\"%g\"} %llu\n",
+                 ka_adm_api_name(a), ka_metrics_latency_bounds[i], (unsigned long long)cum);
+        }
+        emit(o,
+             "kadmit_admission_decision_duration_seconds_bucket{api=\"%s\",le=\"+Inf\"} %llu\n"
+             "kadmit_admission_decision_duration_seconds_sum{api=\"%s\"} %.9f\n"
+             "kadmit_admission_decision_duration_seconds_count{api=\"%s\"} %llu\n",
+             ka_adm_api_name(a), (unsigned long long)m->adm_latency_count[a], ka_adm_api_name(a),
+             (double)m->adm_latency_sum_ns[a] / 1e9, ka_adm_api_name(a),
+             (unsigned long long)m->adm_latency_count[a]);
+    }
+}
+
 long ka_metrics_render(const ka_metrics_t *m, ka_pool_t *pool, char *buf, size_t cap)
 {
     out_t o = {.buf = buf, .cap = cap};
@@ -142,10 +277,18 @@ long ka_metrics_render(const ka_metrics_t *m, ka_pool_t *pool, char *buf, size_t
     if (cap == 0)
         return KA_EOVERFLOW;
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]) && !o.overflow; i++) {
-        uint64_t x = *(const uint64_t *)((const char *)m + rows[i].offset);
-        snprintf(v, sizeof(v), "%llu", (unsigned long long)x);
-        emit_metric(&o, rows[i].name, rows[i].type, rows[i].help, v);
+        const metric_row_t *r = &rows[i];
+        uint64_t x = *(const uint64_t *)((const char *)m + r->offset);
+        if (i == 0 || strcmp(rows[i - 1].name, r->name) != 0)
+            emit(&o, "# HELP %s %s\n# TYPE %s %s\n", r->name, r->help, r->name, r->type);
+        if (r->labels != NULL)
+            emit(&o, "%s{%s} %llu\n", r->name, r->labels, (unsigned long long)x);
+        else
+            emit(&o, "%s %llu\n", r->name, (unsigned long long)x);
     }
+    render_ledger_round_trips(&o, m);
+    render_loop(&o, m);
+    render_latency(&o, m);
     /* Each labelled family is one block under its HELP and TYPE lines, as the
      * exposition format requires; a family with no sample is left out. */
     int header = 0;
@@ -199,9 +342,11 @@ long ka_metrics_render(const ka_metrics_t *m, ka_pool_t *pool, char *buf, size_t
         snprintf(v, sizeof(v), "%llu", (unsigned long long)ka_pool_used_bytes(pool));
         emit_metric(&o, "kadmit_memory_pool_used_bytes", "gauge",
                     "memory-pool-used: bytes held in buffers.", v);
-        snprintf(v, sizeof(v), "%.3f", ka_pool_avg_depleted_percent(pool));
-        emit_metric(&o, "kadmit_memory_pool_avg_depleted_percent", "gauge",
-                    "memory-pool-avg-depleted-percent: share of recent time the pool was full.", v);
+        snprintf(v, sizeof(v), "%.5f", ka_pool_avg_depleted_percent(pool) / 100.0);
+        emit_metric(&o, "kadmit_memory_pool_avg_depleted_ratio", "gauge",
+                    "memory-pool-avg-depleted-percent, as a ratio: share of recent time the pool "
+                    "was full.",
+                    v);
         snprintf(v, sizeof(v), "%.6f", ka_pool_depleted_time_total_s(pool));
         emit_metric(&o, "kadmit_memory_pool_depleted_time_seconds_total", "counter",
                     "memory-pool-depleted-time-total: time the pool was full.", v);

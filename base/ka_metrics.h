@@ -15,11 +15,26 @@
 #include "ka_pool.h"
 
 /* Admission counters are labelled by API, decision and reason (ka_adm_kinds.h). */
-#define KA_ADM_VERSION_SLOTS 16 /* decode errors of versions >= 15 share the last slot */
+#define KA_ADM_VERSION_SLOTS       16 /* decode errors of versions >= 15 share the last slot */
+#define KA_METRICS_LATENCY_BUCKETS 14
 
 const char *ka_adm_api_name(enum ka_adm_api api);
 const char *ka_adm_decision_name(enum ka_adm_decision d);
 const char *ka_adm_reason_name(enum ka_reason r);
+
+/* One admission decision as the status page lists it (GET /v1/decisions). */
+#define KA_METRICS_RECENT_DECISIONS 20
+#define KA_METRICS_DECISION_MESSAGE 480 /* longer messages are cut; the log has them whole */
+typedef struct ka_metrics_decision {
+    int64_t at_unix_ms;
+    enum ka_adm_api api;
+    enum ka_adm_decision decision;
+    enum ka_reason reason;
+    int32_t correlation_id;
+    uint32_t items, admitted, rejected;
+    int audit; /* decided in audit mode */
+    char message[KA_METRICS_DECISION_MESSAGE];
+} ka_metrics_decision_t;
 
 typedef struct ka_metrics {
     uint64_t connections_accepted; /* client connections taken by the listener */
@@ -74,10 +89,35 @@ typedef struct ka_metrics {
     uint64_t loop_turn_max_us;          /* gauge: the longest loop turn of the last ~10 s */
     uint64_t loop_turns_over_1ms;       /* loop turns that ran for over 1 ms */
     uint64_t control_turns_over_1ms;    /* turns with over 1 ms of control-plane work */
+    /* How long decisions take, from the judgement that decides to the verdict
+     * (the ledger's round trip included, a wait for a metadata refresh not), by
+     * API: ka_metrics_observe_decision(). */
+    uint64_t adm_latency_buckets[KA_ADM_API_COUNT][KA_METRICS_LATENCY_BUCKETS];
+    uint64_t adm_latency_count[KA_ADM_API_COUNT];
+    uint64_t adm_latency_sum_ns[KA_ADM_API_COUNT];
+    /* The latest decisions, a ring: ka_metrics_record_decision(), ka_metrics_recent(). */
+    ka_metrics_decision_t recent[KA_METRICS_RECENT_DECISIONS];
+    uint64_t recent_total; /* decisions recorded since start */
 } ka_metrics_t;
 
+/* Upper bounds, in seconds, of the decision-latency histogram's buckets (+Inf aside). */
+extern const double ka_metrics_latency_bounds[KA_METRICS_LATENCY_BUCKETS];
+
+/* Keeps d (its time set to now when 0) with message (cut to fit; NULL: none) as
+ * the newest of the latest decisions. */
+void ka_metrics_record_decision(ka_metrics_t *m, const ka_metrics_decision_t *d,
+                                const char *message);
+
+/* The i-th newest decision (0: the newest), or NULL past the ones kept. */
+const ka_metrics_decision_t *ka_metrics_recent(const ka_metrics_t *m, size_t i);
+
+/* Counts one admission decision of api that took ns nanoseconds. */
+void ka_metrics_observe_decision(ka_metrics_t *m, enum ka_adm_api api, uint64_t ns);
+
 /*
- * Renders the Prometheus text exposition format into buf. Returns the
+ * Renders the Prometheus text exposition format into buf, following the
+ * naming conventions (counters end in _total, base units, labels rather
+ * than name variants; docs/metrics.md lists every family). Returns the
  * length written, or KA_EOVERFLOW when buf is too small.
  */
 long ka_metrics_render(const ka_metrics_t *m, ka_pool_t *pool, char *buf, size_t cap);

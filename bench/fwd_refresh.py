@@ -54,9 +54,21 @@ def metrics() -> dict:
         return {}
     out = {}
     for line in text.splitlines():
-        if line.startswith("kadmit_") and " " in line and "{" not in line:
-            name, value = line.split(" ", 1)
+        if line.startswith("kadmit_") and " " in line:
+            name, value = line.rsplit(" ", 1)
             out[name] = float(value)
+    # The table's keys, whichever naming the binary under test renders (a
+    # "before" build may predate the Prometheus-convention names).
+    for new, old, scale in (('kadmit_metadata_refreshes_total{result="ok"}',
+                             "kadmit_metadata_refreshes", 1),
+                            ("kadmit_loop_turns_over_1ms_total", "kadmit_loop_turns_over_1ms", 1),
+                            ("kadmit_loop_control_turns_over_1ms_total",
+                             "kadmit_control_turns_over_1ms", 1),
+                            ("kadmit_metadata_offloop_seconds_total",
+                             "kadmit_metadata_offloop_us_sum", 1e6),
+                            ("kadmit_loop_turn_max_seconds", "kadmit_loop_turn_max_us", 1e6)):
+        if new in out:
+            out[old] = out[new] * scale
     return out
 
 

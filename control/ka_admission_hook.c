@@ -44,6 +44,7 @@ typedef struct ledger_wait {
     int done;                  /* the ledger answered: status, order */
     enum ka_ledger_status status;
     uint64_t order;
+    uint64_t started_ns; /* uv_hrtime() of phase 1: the decision-latency histogram's start */
 } ledger_wait_t;
 
 /* What a forwarded request keeps until its response. */
@@ -235,16 +236,35 @@ static void free_state_cb(void *user, void *state)
     free(hs);
 }
 
-static void log_decision(const ka_adm_outcome_t *o, int32_t correlation_id, int audit_mode)
+/* The one log event of each decision; docs/logging.md documents its fields. */
+static void log_decision(const ka_adm_outcome_t *o, int32_t correlation_id, int audit_mode,
+                         uint64_t duration_ns)
 {
-    ka_log(KA_LOG_INFO, "admission decision", KA_KS("api", ka_adm_api_name(o->api)),
-           KA_KI("version", o->api_version), KA_KI("correlation_id", correlation_id),
+    ka_log(KA_LOG_INFO, "admission decision", KA_KS("event", "admission_decision"),
+           KA_KS("api", ka_adm_api_name(o->api)), KA_KI("version", o->api_version),
+           KA_KI("correlation_id", correlation_id),
            KA_KS("decision", ka_adm_decision_name(o->decision)),
            KA_KS("reason", ka_adm_reason_name(o->reason)), KA_KI("items", o->items),
            KA_KI("admitted", o->admitted), KA_KI("rejected", o->rejected),
            KA_KI("placed", o->placed), KA_KI("deferred_to_broker", o->deferred_to_broker),
            KA_KI("audited", o->audited), KA_KS("mode", audit_mode ? "audit" : "enforce"),
+           KA_KI("duration_us", (long long)(duration_ns / 1000)),
            KA_KS("message", o->message[0] ? o->message : NULL));
+}
+
+/* For the status page's latest decisions (GET /v1/decisions). */
+static void record_decision(ka_metrics_t *m, const ka_adm_outcome_t *o, int32_t correlation_id,
+                            int audit_mode)
+{
+    ka_metrics_decision_t d = {.api = o->api,
+                               .decision = o->decision,
+                               .reason = o->reason,
+                               .correlation_id = correlation_id,
+                               .items = (uint32_t)o->items,
+                               .admitted = (uint32_t)o->admitted,
+                               .rejected = (uint32_t)o->rejected,
+                               .audit = audit_mode};
+    ka_metrics_record_decision(m, &d, o->message);
 }
 
 /* The context of one decision: the policy and view in force now (references taken). */
@@ -287,7 +307,8 @@ static int count_decode_error(ka_metrics_t *m, const ka_adm_outcome_t *o)
  * without pending frees hs.
  */
 static int apply_outcome(ka_admission_t *a, const ka_frame_header_t *hdr, ka_adm_outcome_t *o,
-                         int audit_mode, hook_state_t *hs, ka_hook_verdict_t *v)
+                         int audit_mode, hook_state_t *hs, ka_hook_verdict_t *v,
+                         uint64_t started_ns)
 {
     ka_metrics_t *m = ka_server_metrics(a->srv);
     switch (o->action) {
@@ -322,9 +343,12 @@ static int apply_outcome(ka_admission_t *a, const ka_frame_header_t *hdr, ka_adm
     }
     if (o->decided) {
         m->adm_decisions[o->api][o->decision][o->reason]++;
+        uint64_t took = uv_hrtime() - started_ns;
+        ka_metrics_observe_decision(m, o->api, took);
+        record_decision(m, o, hdr->correlation_id, audit_mode);
         if (o->auto_create_denied)
             m->adm_auto_create_denials++;
-        log_decision(o, hdr->correlation_id, audit_mode);
+        log_decision(o, hdr->correlation_id, audit_mode, took);
         if (o->auto_create_denied)
             ka_log(KA_LOG_INFO, "auto-creation denied, forwarding Metadata with the flag cleared",
                    KA_KI("auto_create_denials", m->adm_auto_create_denials));
@@ -433,8 +457,9 @@ static int ledger_phase2(ka_admission_t *a, ledger_wait_t *w, const ka_frame_hea
     ka_ledger_claims_free(&w->claims);
     ka_adm_req_free(w->req);
     free(w->copy);
+    uint64_t started_ns = w->started_ns;
     free(w);
-    return apply_outcome(a, hdr, &o, audit_mode, hs, v);
+    return apply_outcome(a, hdr, &o, audit_mode, hs, v, started_ns);
 }
 
 /*
@@ -497,6 +522,7 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
     int resumed = v->resumed;
     ka_adm_outcome_t o;
     int rc;
+    uint64_t started_ns = uv_hrtime();
 
     memset(v, 0, sizeof(*v));
     v->kind = KA_HOOK_FORWARD;
@@ -509,6 +535,7 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
     if (a->ledger_client == NULL) {
         rc = ka_adm_request(&ctx, frame, *len, &o);
     } else if (ledger_phase1(a, frame, *len, &ctx, &o, &rc)) {
+        a->just_deferred->started_ns = started_ns;
         ctx_release(&ctx);
         v->kind = KA_HOOK_DEFER;
         return 0;
@@ -519,7 +546,7 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
         v->reason = "out of memory deciding admission";
         return 0;
     }
-    return apply_outcome(a, hdr, &o, audit_mode, NULL, v);
+    return apply_outcome(a, hdr, &o, audit_mode, NULL, v, started_ns);
 }
 
 static int on_response(void *user, const ka_inflight_entry_t *request, uint8_t *frame, size_t *len,

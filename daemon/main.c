@@ -28,6 +28,7 @@
 #include "ka_policy_file.h"
 #include "ka_policy_reload.h"
 #include "ka_proxy.h"
+#include "ka_status_cli.h"
 
 /* Without --policy there is no metadata client, so readiness probes the
  * upstream with a plain TCP connect this often. */
@@ -275,6 +276,12 @@ static void admin_close(void *arg)
         uv_close((uv_handle_t *)&st->probe_tcp, probe_closed_cb);
 }
 
+static const struct ka_metrics *op_metrics_get(void *ctx)
+{
+    admin_state_t *st = ctx;
+    return ka_server_metrics(st->srv);
+}
+
 static const ka_admin_ops_t admin_ops = {
     .policy_get = op_policy_get,
     .policy_next_version = op_policy_next_version,
@@ -285,6 +292,7 @@ static const ka_admin_ops_t admin_ops = {
     .reservations_get = op_reservations_get,
     .clock_ms = op_clock_ms,
     .metrics_render = op_metrics_render,
+    .metrics_get = op_metrics_get,
     .ready = op_ready,
     .pool_get = op_pool_get,
     .request_timed_out = op_request_timed_out,
@@ -333,6 +341,9 @@ int main(int argc, char **argv)
 {
     ka_config_t cfg;
     char err[512] = "";
+
+    if (argc >= 2 && strcmp(argv[1], "status") == 0)
+        return ka_status_cli_main(argc - 1, argv + 1);
 
     int rc = ka_config_parse(&cfg, argc, argv, err, sizeof(err));
     if (rc < 0) {

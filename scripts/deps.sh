@@ -8,6 +8,7 @@ packages=(
     build-essential cmake ninja-build pkg-config clang clang-format libclang-rt-14-dev
     libuv1-dev libjansson-dev libcmocka-dev libssl-dev node-llhttp librdkafka-dev
     kcat haproxy gnuplot-nox yamllint shellcheck iproute2
+    prometheus chromium # promtool and a real server (lint-deploy, test_prometheus); test_status_page
 )
 python3 -c 'import pytest' 2>/dev/null || packages+=(python3-pytest)
 command -v java >/dev/null || packages+=(openjdk-17-jre-headless)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run kadmit locally: a 3-broker Apache Kafka (KRaft) cluster on loopback with a kadmit
-# sidecar in front of each broker, state in .kadmit-demo/. Leaves everything running.
+# sidecar in front of each broker, state in .kadmit-demo/ (or $KADMIT_DEMO_DIR). Leaves
+# everything running.
 #
 #   scripts/run.sh           build kadmit if needed, fetch Kafka, start, show it working
 #   scripts/run.sh status    what is running
@@ -12,7 +13,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-state="$root/.kadmit-demo"
+state="${KADMIT_DEMO_DIR:-$root/.kadmit-demo}"
 cluster=(python3 "$root/scripts/harness/kafka_cluster.py")
 export PYTHONDONTWRITEBYTECODE=1
 

@@ -143,7 +143,13 @@ class Kadmit:
         return parse_metrics(body)
 
     def metric(self, name: str) -> float:
-        return self.metrics().get(name, 0.0)
+        """One sample's value. A labelled sample that is absent reads as 0 (kadmit leaves out
+        labelled series with no events); an unlabelled name must be rendered, so a renamed
+        metric fails the test instead of reading as a silent 0."""
+        values = self.metrics()
+        if "{" not in name:
+            assert name in values, f"{name} is not in /metrics"
+        return values.get(name, 0.0)
 
     def sanitizer_reports(self) -> list[str]:
         return [line for line in self.log_text().splitlines()

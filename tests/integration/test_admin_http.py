@@ -280,8 +280,9 @@ def test_metrics_parse_with_prometheus_client(env: Env):
                     for s in fams["kadmit_broker_headroom_partitions"].samples}
         assert headroom["2"] <= 0, headroom
     # Bytes forwarded in each direction, summed over the sidecars the clients used.
-    for name in ("kadmit_bytes_client_to_broker", "kadmit_bytes_broker_to_client"):
-        assert sum(f[name].samples[0].value for f in every) > 0, name
+    for direction in ("client_to_broker", "broker_to_client"):
+        assert sum(s.value for f in every for s in f["kadmit_forwarded_bytes"].samples
+                   if s.labels.get("direction") == direction) > 0, direction
     # Sidecar 3's overrides are layered over its read-only file.
     assert every[2]["kadmit_policy_overrides_active"].samples[0].value == 1
     assert every[0]["kadmit_policy_overrides_active"].samples[0].value == 0

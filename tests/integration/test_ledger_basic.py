@@ -162,10 +162,10 @@ def test_rotating_creates_never_exceed_the_headroom(led):
     over = {b: (after[b], limits[b]) for b in limits if after[b] > limits[b]}
     assert not over, f"brokers over their limit (count, limit): {over}"
     total = {k: sum(led.metrics(s.node.id).get(k, 0) for s in led.sc.items)
-             for k in ("kadmit_ledger_round_trips", "kadmit_ledger_appends",
-                       "kadmit_ledger_records_malformed")}
-    assert total["kadmit_ledger_round_trips"] >= 10, total
-    assert total["kadmit_ledger_records_malformed"] == 0, total
+             for k in ("kadmit_ledger_round_trip_seconds_count", "kadmit_ledger_appends_total",
+                       "kadmit_ledger_records_malformed_total")}
+    assert total["kadmit_ledger_round_trip_seconds_count"] >= 10, total
+    assert total["kadmit_ledger_records_malformed_total"] == 0, total
     assert all(led.metrics(s.node.id).get("kadmit_ledger_connected") == 1 for s in led.sc.items)
 
 

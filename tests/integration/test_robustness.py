@@ -57,7 +57,7 @@ def _observe_unreachable_upstream(k: Kadmit) -> dict:
     """What an operator and a client see while the broker is down."""
     obs: dict = {}
     obs["readyz"] = k.http("/readyz")
-    before = k.metric("kadmit_upstream_connect_failures")
+    before = k.metric("kadmit_upstream_connect_failures_total")
     t0 = time.monotonic()
     s = socket.create_connection((HOST, k.listen_port), timeout=10)
     try:
@@ -68,7 +68,7 @@ def _observe_unreachable_upstream(k: Kadmit) -> dict:
     obs["close_s"] = time.monotonic() - t0
     s.close()
     obs["log"] = k.wait_log("upstream connect failed")
-    obs["failures"] = k.metric("kadmit_upstream_connect_failures") - before
+    obs["failures"] = k.metric("kadmit_upstream_connect_failures_total") - before
     return obs
 
 
@@ -278,7 +278,7 @@ def test_upstream_unreachable_at_start_then_recovers(rb: Rb):
 # --- hostile input -------------------------------------------------------------------------
 
 def test_truncated_frames_are_closed_and_counted(rb: Rb):
-    with Bystander(rb.port), Counted(rb.k, "kadmit_frames_truncated") as n:
+    with Bystander(rb.port), Counted(rb.k, 'kadmit_frame_errors_total{kind="truncated"}') as n:
         md = frame(header(3, 4, 7) + struct.pack(">i?", -1, False))
         hostile(rb, md[:7], shut_wr=True)                # inside the header
         hostile(rb, md[:-1], shut_wr=True)               # one byte short of the end
@@ -289,13 +289,13 @@ def test_truncated_frames_are_closed_and_counted(rb: Rb):
 
 def test_oversized_and_undersized_size_prefixes(rb: Rb):
     with Bystander(rb.port):
-        with Counted(rb.k, "kadmit_frames_oversize") as n:
+        with Counted(rb.k, 'kadmit_frame_errors_total{kind="oversize"}') as n:
             for size in (0x7FFFFFFF, 0xFFFFFFFF, MAX_FRAME + 1):  # 2^31-1, -1, cap + 1
                 assert hostile(rb, struct.pack(">I", size) + b"\0" * 16) < 2.0
             assert n.increase(3) == 3
             line = n.log("frame size above the cap")
             assert f"cap={MAX_FRAME}" in line
-        with Counted(rb.k, "kadmit_frames_undersize") as n:
+        with Counted(rb.k, 'kadmit_frame_errors_total{kind="undersize"}') as n:
             hostile(rb, struct.pack(">i", 3) + b"abc")
             assert n.increase(1) == 1
             n.log("frame size below the smallest header")
@@ -335,21 +335,21 @@ def test_hostile_array_counts_in_admission_requests(rb: Rb):
 
 def test_tls_client_hello_on_the_plaintext_port(rb: Rb):
     hello = bytes.fromhex("16030100a5010000a10303") + bytes(32) + b"\x00\x00\x02\x13\x01\x01\x00"
-    with Bystander(rb.port), Counted(rb.k, "kadmit_tls_on_plaintext") as n:
+    with Bystander(rb.port), Counted(rb.k, "kadmit_tls_on_plaintext_total") as n:
         assert hostile(rb, hello) < 2.0
         assert n.increase(1) == 1
         n.log("TLS handshake on a plaintext listener, closing")
 
 
 def test_unknown_api_key_passes_through_to_the_broker(rb: Rb):
-    with Bystander(rb.port), Counted(rb.k, "kadmit_unknown_api_keys") as n:
-        fwd = rb.k.metric("kadmit_bytes_client_to_broker")
+    with Bystander(rb.port), Counted(rb.k, "kadmit_unknown_api_keys_total") as n:
+        fwd = rb.k.metric('kadmit_forwarded_bytes_total{direction="client_to_broker"}')
         # Kafka closes a connection that sends an API key it does not know.
         hostile(rb, frame(header(32000, 0, 5) + b"\0" * 8))
         assert n.increase(1) == 1
         line = n.log("unknown API key, passed through to the broker")
         assert "api_key=32000" in line
-        assert rb.k.metric("kadmit_bytes_client_to_broker") - fwd >= 8 + 10  # it was forwarded
+        assert rb.k.metric('kadmit_forwarded_bytes_total{direction="client_to_broker"}') - fwd >= 8 + 10  # it was forwarded
 
 
 def test_random_garbage(rb: Rb):
@@ -358,7 +358,7 @@ def test_random_garbage(rb: Rb):
         # Random bytes: as a size prefix they are almost always far above the cap.
         garbage = rnd.randbytes(4096)
         assert struct.unpack(">I", garbage[:4])[0] > MAX_FRAME and garbage[0] != 0x16
-        with Counted(rb.k, "kadmit_frames_oversize") as n:
+        with Counted(rb.k, 'kadmit_frame_errors_total{kind="oversize"}') as n:
             hostile(rb, garbage)
             assert n.increase(1) == 1
         # A plausible size with random bytes behind it: an API key nobody knows. When the
@@ -368,7 +368,7 @@ def test_random_garbage(rb: Rb):
             body = struct.pack(">h", rnd.randrange(1000, 32767)) + rnd.randbytes(198)
             clen = struct.unpack(">h", body[6:8])[0]
             fits = -1 <= clen <= len(body) - 8
-            name = "kadmit_unknown_api_keys" if fits else "kadmit_protocol_errors"
+            name = "kadmit_unknown_api_keys_total" if fits else 'kadmit_frame_errors_total{kind="other"}'
             with Counted(rb.k, name) as n:
                 hostile(rb, frame(body))
                 assert n.increase(1) == 1, name
@@ -378,7 +378,7 @@ def test_random_garbage(rb: Rb):
 def test_half_open_connections(rb: Rb):
     with Bystander(rb.port):
         # Half a frame, then silence: closed after --idle-timeout although a request is "open".
-        with Counted(rb.k, "kadmit_frames_stalled") as n:
+        with Counted(rb.k, 'kadmit_frame_errors_total{kind="stalled"}') as n:
             md = frame(header(3, 4, 7) + struct.pack(">i?", -1, False))
             took = hostile(rb, md[:10], timeout=IDLE_TIMEOUT_S * 3)
             assert IDLE_TIMEOUT_S - 0.5 <= took <= IDLE_TIMEOUT_S * 2 + 1, took
@@ -435,7 +435,7 @@ def test_slow_loris_on_the_admin_port(rb: Rb):
 
 def test_max_inflight_pauses_a_pipelining_client(rb: Rb):
     count = 400
-    with Counted(rb.k, "kadmit_inflight_pauses") as n:
+    with Counted(rb.k, 'kadmit_read_pauses_total{cause="inflight"}') as n:
         with kafka_wire.Connection(HOST, rb.port, timeout=30) as c:
             c.send(b"".join(kafka_wire.api_versions_request(i) for i in range(count)))
             time.sleep(0.5)
@@ -451,7 +451,7 @@ def test_a_client_that_stops_reading_pins_bounded_memory(rb: Rb):
     create_topic(rb, topic)
     produce(rb, topic, batches=16, per_batch=64, size=1024)  # 16 MiB
     rss0 = proc_status(rb.k.pid)["VmRSS"]
-    with Bystander(rb.port), Counted(rb.k, "kadmit_backpressure_pauses") as n:
+    with Bystander(rb.port), Counted(rb.k, 'kadmit_read_pauses_total{cause="backpressure"}') as n:
         s = socket.create_connection((HOST, rb.port), timeout=5)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
         s.setblocking(False)
@@ -537,14 +537,14 @@ def test_metadata_refresh_failure_fails_admission_closed_while_data_flows(rb: Rb
     create_topic(rb, topic)
     k = rb.k
     stale = 'kadmit_admission_decisions_total{api="CreateTopics",decision="reject",reason="stale"}'
-    fails0 = k.metric("kadmit_metadata_refresh_failures")
+    fails0 = k.metric('kadmit_metadata_refreshes_total{result="failed"}')
     rejects0 = k.metric(stale)
     rb.relay.stop()  # the metadata client's path to the broker is cut; clients' is not
     try:
         time.sleep(STALENESS_MS / 1000 + 1)
         code, why = k.http("/readyz")
         assert code == 503 and "metadata client" in why, why
-        assert k.metric("kadmit_metadata_refresh_failures") > fails0
+        assert k.metric('kadmit_metadata_refreshes_total{result="failed"}') > fails0
         with kafka_wire.Connection(HOST, rb.port) as c:
             _, body = c.call(create_topics_v4(3, "rb-while-blind"))
         (_, err, msg), = parse_create_topics_v4(body)

@@ -161,6 +161,11 @@ void fake_add_cluster(fake_proxy_t *fake)
     assert_int_equal(ka_reservations_add(fake->ledger, &spec, &id), 0);
 }
 
+static const struct ka_metrics *fake_metrics_get(void *ctx)
+{
+    return &((fake_proxy_t *)ctx)->metrics;
+}
+
 ka_admin_ops_t fake_ops(fake_proxy_t *fake)
 {
     ka_admin_ops_t ops = {
@@ -174,6 +179,7 @@ ka_admin_ops_t fake_ops(fake_proxy_t *fake)
         .reservations_get = fake_reservations_get,
         .clock_ms = fake_clock,
         .metrics_render = fake_metrics,
+        .metrics_get = fake_metrics_get,
         .ready = fake_ready,
         .pool_get = fake_pool,
     };

@@ -17,6 +17,7 @@
 #include <uv.h>
 
 #include "ka_admin.h"
+#include "ka_metrics.h"
 
 /* The proxy's side of the contract, with knobs for each test. */
 typedef struct fake_proxy {
@@ -31,6 +32,7 @@ typedef struct fake_proxy {
     ka_reservations_t *ledger;
     bool ready;
     int64_t now_ms;
+    ka_metrics_t metrics; /* what metrics_get lends: the latest decisions */
 } fake_proxy_t;
 
 void fake_init(fake_proxy_t *fake);

@@ -458,6 +458,14 @@ static void test_metrics_use_the_prometheus_text_format(void **state)
     assert_non_null(strstr(r.body, "kadmit_broker_reserved_partitions{broker=\"1\"} 2\n"));
     assert_non_null(strstr(r.body, "kadmit_cluster_view_age_seconds 1.500\n"));
     assert_non_null(strstr(r.body, "kadmit_admin_connections_accepted_total"));
+    /* The build and the process, from /proc (this test process here). */
+    assert_non_null(strstr(r.body, "kadmit_build_info{version=\"" KADMIT_VERSION "\""));
+    assert_non_null(strstr(r.body, "\nprocess_open_fds "));
+    assert_non_null(strstr(r.body, "\nprocess_cpu_seconds_total "));
+    assert_non_null(strstr(r.body, "\nprocess_start_time_seconds 1"));
+    const char *rss = strstr(r.body, "\nprocess_resident_memory_bytes ");
+    assert_non_null(rss);
+    assert_true(strtoll(rss + strlen("\nprocess_resident_memory_bytes "), NULL, 10) > 1 << 20);
     /* Every sample line belongs to a family announced just before it. */
     for (char *line = r.body; *line != '\0'; line = strchr(line, '\n') + 1) {
         if (line[0] != '#') {
@@ -469,6 +477,82 @@ static void test_metrics_use_the_prometheus_text_format(void **state)
         }
     }
     reply_free(&r);
+}
+
+static void test_status_page_and_its_assets_are_served_without_a_token(void **state)
+{
+    admin_harness_t *h = *state;
+    static const char *paths[][2] = {
+        {"/", "text/html"}, {"/status.js", "text/javascript"}, {"/status.css", "text/css"}};
+    char ct[128];
+    reply_t r;
+
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        assert_int_equal(http_call(h->port, "GET", paths[i][0], NULL, NULL, &r), 200);
+        assert_non_null(reply_header(&r, "Content-Type", ct, sizeof(ct)));
+        assert_true(strncmp(ct, paths[i][1], strlen(paths[i][1])) == 0);
+        assert_true(strlen(r.body) > 100);
+        reply_free(&r);
+    }
+    /* The page loads its script and style from the admin server itself, nothing else. */
+    assert_int_equal(http_call(h->port, "GET", "/", NULL, NULL, &r), 200);
+    assert_non_null(strstr(r.body, "src=\"/status.js\""));
+    assert_null(strstr(r.body, "http://"));
+    assert_null(strstr(r.body, "https://"));
+    reply_free(&r);
+}
+
+static void test_get_decisions_lists_the_newest_first_with_messages(void **state)
+{
+    admin_harness_t *h = *state;
+    ka_metrics_decision_t d = {.api = KA_ADM_CREATE_TOPICS,
+                               .decision = KA_ADM_D_ADMIT,
+                               .at_unix_ms = 1700000000250,
+                               .items = 1,
+                               .admitted = 1};
+    reply_t r;
+
+    ka_metrics_record_decision(&h->fake.metrics, &d, NULL);
+    d.decision = KA_ADM_D_REJECT;
+    d.reason = KA_REASON_BROKER_LIMIT;
+    d.admitted = 0;
+    d.rejected = 1;
+    ka_metrics_record_decision(&h->fake.metrics, &d, "Cannot satisfy request: broker 2");
+    assert_int_equal(http_call(h->port, "GET", "/v1/decisions", NULL, NULL, &r), 200);
+    json_t *doc = body_json(&r), *list = json_object_get(doc, "decisions");
+    assert_int_equal(json_integer_value(json_object_get(doc, "total")), 2);
+    assert_int_equal(json_array_size(list), 2);
+    json_t *newest = json_array_get(list, 0), *oldest = json_array_get(list, 1);
+    assert_string_equal(json_string_value(json_object_get(newest, "decision")), "reject");
+    assert_string_equal(json_string_value(json_object_get(newest, "reason")), "limit");
+    assert_string_equal(json_string_value(json_object_get(newest, "message")),
+                        "Cannot satisfy request: broker 2");
+    assert_string_equal(json_string_value(json_object_get(newest, "at")),
+                        "2023-11-14T22:13:20.250Z");
+    assert_string_equal(json_string_value(json_object_get(oldest, "decision")), "admit");
+    assert_true(json_is_null(json_object_get(oldest, "message")));
+    json_decref(doc);
+    reply_free(&r);
+}
+
+/* The ring keeps the newest KA_METRICS_RECENT_DECISIONS, and cuts long messages. */
+static void test_recent_decisions_ring_keeps_the_newest(void **state)
+{
+    (void)state;
+    static ka_metrics_t m;
+    static char longmsg[2 * KA_METRICS_DECISION_MESSAGE];
+    ka_metrics_decision_t d = {.api = KA_ADM_CREATE_TOPICS};
+
+    memset(longmsg, 'x', sizeof(longmsg) - 1);
+    for (int i = 0; i < KA_METRICS_RECENT_DECISIONS + 5; i++) {
+        d.correlation_id = i;
+        ka_metrics_record_decision(&m, &d, longmsg);
+    }
+    assert_int_equal(ka_metrics_recent(&m, 0)->correlation_id, KA_METRICS_RECENT_DECISIONS + 4);
+    assert_int_equal(ka_metrics_recent(&m, KA_METRICS_RECENT_DECISIONS - 1)->correlation_id, 5);
+    assert_null(ka_metrics_recent(&m, KA_METRICS_RECENT_DECISIONS));
+    assert_int_equal(strlen(ka_metrics_recent(&m, 0)->message), KA_METRICS_DECISION_MESSAGE - 1);
+    assert_true(ka_metrics_recent(&m, 0)->at_unix_ms > 1700000000000);
 }
 
 static void test_unknown_paths_get_404(void **state)
@@ -569,6 +653,11 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_metrics_use_the_prometheus_text_format, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_status_page_and_its_assets_are_served_without_a_token,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_get_decisions_lists_the_newest_first_with_messages,
+                                        setup, teardown),
+        cmocka_unit_test(test_recent_decisions_ring_keeps_the_newest),
         cmocka_unit_test_setup_teardown(test_unknown_paths_get_404, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrong_methods_get_405_with_allow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_start_reports_bad_addresses_and_busy_ports, setup,

@@ -1,0 +1,86 @@
+/*
+ * ka_admin_status.c: the status page (GET /, its script and style) and the
+ * latest decisions it lists (GET /v1/decisions).
+ *
+ * The page's files are compiled into the binary (embed_assets.cmake turns
+ * admin-http/status/ into ka_admin_assets.c), so a sidecar serves it with
+ * no file on disk and the browser fetches nothing from elsewhere. Reading
+ * needs no token, like every GET.
+ */
+#include "ka_admin_router.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "ka_metrics.h"
+
+/* The table embed_assets.cmake generates. */
+typedef struct ka_admin_asset {
+    const char *path; /* as requested: "/" for index.html */
+    const char *content_type;
+    const unsigned char *data;
+    size_t len;
+} ka_admin_asset_t;
+extern const ka_admin_asset_t ka_admin_assets[];
+extern const size_t ka_admin_asset_count;
+
+void ka_admin_handle_asset_get(ka_admin_context_t *ctx, const ka_admin_request_t *req,
+                               const char *arg, ka_admin_response_t *res)
+{
+    (void)ctx, (void)arg;
+    for (size_t i = 0; i < ka_admin_asset_count; i++) {
+        const ka_admin_asset_t *a = &ka_admin_assets[i];
+        if (strcmp(a->path, req->path) != 0)
+            continue;
+        ka_admin_buf_reset(&res->body);
+        if (ka_admin_buf_append(&res->body, a->data, a->len) < 0) {
+            ka_admin_response_error(res, 500, "out of memory");
+            return;
+        }
+        res->status = 200;
+        res->content_type = a->content_type;
+        return;
+    }
+    ka_admin_response_error(res, 404, "no such page: %s", req->path);
+}
+
+static void iso_time(int64_t unix_ms, char *buf, size_t len)
+{
+    time_t secs = (time_t)(unix_ms / 1000);
+    struct tm tm;
+
+    if (gmtime_r(&secs, &tm) == NULL || strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+        snprintf(buf, len, "unknown");
+    else
+        snprintf(buf + strlen(buf), len - strlen(buf), ".%03dZ", (int)(unix_ms % 1000));
+}
+
+static json_t *decision_json(const ka_metrics_decision_t *d)
+{
+    char at[48];
+
+    iso_time(d->at_unix_ms, at, sizeof(at));
+    return json_pack("{s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:i,s:b,s:s?}", "at", at, "api",
+                     ka_adm_api_name(d->api), "decision", ka_adm_decision_name(d->decision),
+                     "reason", ka_adm_reason_name(d->reason), "correlation_id", d->correlation_id,
+                     "items", (int)d->items, "admitted", (int)d->admitted, "rejected",
+                     (int)d->rejected, "audit", d->audit, "message",
+                     d->message[0] ? d->message : NULL);
+}
+
+void ka_admin_handle_decisions_get(ka_admin_context_t *ctx, const ka_admin_request_t *req,
+                                   const char *arg, ka_admin_response_t *res)
+{
+    const ka_metrics_t *m = ctx->ops->metrics_get ? ctx->ops->metrics_get(ctx->ops->ctx) : NULL;
+    json_t *list = json_array();
+    const ka_metrics_decision_t *d;
+
+    (void)req, (void)arg;
+    for (size_t i = 0; m != NULL && list != NULL && (d = ka_metrics_recent(m, i)) != NULL; i++)
+        json_array_append_new(list, decision_json(d));
+    ka_admin_response_json(res, 200,
+                           json_pack("{s:I,s:o}", "total",
+                                     (json_int_t)(m != NULL ? m->recent_total : 0), "decisions",
+                                     list));
+}
