@@ -3,16 +3,24 @@
  *
  * The pool is an accountant in front of malloc, after Kafka's
  * SimpleMemoryPool in strict mode: an allocation succeeds only when the
- * bytes fit under the capacity. Read buffers come from the general share;
- * whole frames that kadmit must buffer to inspect (admission APIs,
- * ApiVersions responses) may also use a reserved share, so bulk traffic can
- * never starve them.
+ * bytes fit under the capacity. There are two classes of bytes:
+ *   general   read buffers of streamed traffic; they may use the capacity
+ *             minus the reserved share;
+ *   priority  whole frames that kadmit must buffer to inspect (admission
+ *             requests, ApiVersions and merged responses), their decode
+ *             arenas and re-encoded frames; they may use the reserved share
+ *             and general memory, but never more than the priority limit
+ *             (half the pool by default), so held frames can never take the
+ *             memory that streamed traffic needs, and streamed traffic can
+ *             never take the reserved share.
  *
- * When a read cannot be served, the stream stops reading and waits in one
- * FIFO. As memory comes back, waiters are resumed in arrival order; a
- * resumed waiter has its bytes set aside (granted) so that streams that did
- * not wait cannot overtake it. The pool knows nothing about libuv: a waiter
- * is a callback.
+ * When an allocation cannot be served, the stream stops reading and waits
+ * in its class's FIFO. As memory comes back, each queue's waiters are
+ * resumed in arrival order; a resumed waiter has its bytes set aside
+ * (granted) so that streams that did not wait cannot overtake it. A waiter
+ * of one class never holds up the other class: a connection that waits for
+ * memory to hold a frame does not stop connections that only stream. The
+ * pool knows nothing about libuv: a waiter is a callback.
  *
  * Buffers are reference counted because one read buffer can back several
  * writes (pass-through bytes on both sides of a buffered frame).
@@ -30,9 +38,14 @@
 /* KIP-81-style metrics use Kafka's default of two 30 s sample windows. */
 #define KA_POOL_WINDOW_NS (30ull * 1000000000ull)
 
+/* By default the priority class may take at most this share of the pool. */
+#define KA_POOL_PRIORITY_PERCENT 50
+
 typedef struct ka_pbuf {
-    uint32_t refs; /* writes and readers still using the bytes */
-    uint32_t cap;  /* usable bytes in data, as charged to the pool */
+    uint32_t refs;     /* writes and readers still using the bytes */
+    uint32_t cap;      /* usable bytes in data, as charged to the pool */
+    uint32_t priority; /* the class charged, so release credits the same one */
+    uint32_t pad_;     /* keeps data 8-byte aligned */
     uint8_t data[];
 } ka_pbuf_t;
 
@@ -49,13 +62,16 @@ struct ka_pool_waiter {
 };
 
 typedef struct ka_pool {
-    uint64_t capacity; /* --buffer-memory */
-    uint64_t reserved; /* share only priority allocations may use */
-    uint64_t used;     /* bytes in live buffers */
-    uint64_t granted;  /* bytes set aside for resumed waiters */
-    ka_pool_waiter_t *head, *tail;
-    int kicking;              /* guards against resuming waiters re-entrantly */
-    uint64_t (*now_ns)(void); /* monotonic clock, replaceable in tests */
+    uint64_t capacity;       /* --buffer-memory */
+    uint64_t reserved;       /* share only priority allocations may use */
+    uint64_t priority_limit; /* most bytes the priority class may hold */
+    uint64_t used;           /* bytes in live buffers and charges, both classes */
+    uint64_t granted;        /* bytes set aside for resumed waiters, both classes */
+    uint64_t class_used[2];  /* used, per class (0 general, 1 priority) */
+    uint64_t class_granted[2];
+    ka_pool_waiter_t *head[2], *tail[2]; /* one FIFO per class */
+    int kicking;                         /* guards against resuming waiters re-entrantly */
+    uint64_t (*now_ns)(void);            /* monotonic clock, replaceable in tests */
 
     /* SimpleMemoryPool's dry-spell accounting: a spell starts at the first
      * failed allocation and ends at the next successful one or release. */
@@ -68,6 +84,8 @@ typedef struct ka_pool {
     uint64_t alloc_failures; /* allocations refused for lack of memory */
 } ka_pool_t;
 
+/* The priority limit starts at the larger of the reserved share and
+ * KA_POOL_PRIORITY_PERCENT of the capacity. */
 void ka_pool_init(ka_pool_t *p, uint64_t capacity, uint64_t reserved, uint64_t (*now_ns)(void));
 
 /*
@@ -78,11 +96,30 @@ void ka_pool_init(ka_pool_t *p, uint64_t capacity, uint64_t reserved, uint64_t (
  */
 ka_pbuf_t *ka_pool_alloc(ka_pool_t *p, size_t want, size_t min, int priority, ka_pool_waiter_t *w);
 
+/*
+ * Grows b, whose only reference the caller holds, to `want` bytes, or less
+ * but at least `min`, charging only the growth to b's class (realloc, so a
+ * large buffer is not copied). Returns the buffer, which may have moved, or
+ * NULL with b unchanged when memory is short. The same fairness as
+ * ka_pool_alloc applies; w's grant pays for the growth.
+ */
+ka_pbuf_t *ka_pool_grow(ka_pool_t *p, ka_pbuf_t *b, size_t want, size_t min, ka_pool_waiter_t *w);
+
 /* Queues w until `need` bytes can be set aside for it (no-op if queued). */
 void ka_pool_wait(ka_pool_t *p, ka_pool_waiter_t *w, size_t need, int priority);
 
 /* Removes w from the queue and gives back any grant (e.g. on close). */
 void ka_pool_cancel(ka_pool_t *p, ka_pool_waiter_t *w);
+
+/*
+ * Charges n bytes of memory that is not a pool buffer (a decode arena's
+ * chunk, a re-encoded frame) to the priority class. Returns 0, or KA_ENOMEM
+ * when they do not fit now (nothing is charged then). Waiters do not hold
+ * a charge up: it is made on behalf of a frame already held.
+ */
+int ka_pool_charge(ka_pool_t *p, size_t n);
+/* Gives back bytes charged with ka_pool_charge. */
+void ka_pool_uncharge(ka_pool_t *p, size_t n);
 
 static inline void ka_pbuf_ref(ka_pbuf_t *b)
 {
@@ -106,5 +143,7 @@ uint64_t ka_pool_used_bytes(const ka_pool_t *p);
 double ka_pool_depleted_time_total_s(ka_pool_t *p);
 double ka_pool_avg_depleted_percent(ka_pool_t *p);
 size_t ka_pool_waiters(const ka_pool_t *p);
+/* Bytes held by the priority class (held frames, their arenas, answers). */
+uint64_t ka_pool_priority_used_bytes(const ka_pool_t *p);
 
 #endif
