@@ -9,6 +9,16 @@
 
 #include "ka_error.h"
 
+static int budget_charge(void *ctx, size_t n)
+{
+    return ka_pool_charge(ctx, n);
+}
+
+static void budget_uncharge(void *ctx, size_t n)
+{
+    ka_pool_uncharge(ctx, n);
+}
+
 void ka_pool_init(ka_pool_t *p, uint64_t capacity, uint64_t reserved, uint64_t (*now_ns)(void))
 {
     assert(reserved <= capacity);
@@ -17,6 +27,7 @@ void ka_pool_init(ka_pool_t *p, uint64_t capacity, uint64_t reserved, uint64_t (
                      .reserved = reserved,
                      .priority_limit = share > reserved ? share : reserved,
                      .now_ns = now_ns};
+    p->budget = (ka_arena_budget_t){budget_charge, budget_uncharge, p};
     /* Both windows start now; the other one only counts once it is older. */
     p->win_start_ns[0] = p->win_start_ns[1] = now_ns();
 }

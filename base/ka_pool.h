@@ -31,6 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ka_arena.h"
+
 /* The size of a read buffer when memory is plentiful, like libuv's own. */
 #define KA_POOL_READ_SIZE (64 * 1024)
 /* The smallest read buffer worth a system call; below this a read waits. */
@@ -81,7 +83,8 @@ typedef struct ka_pool {
     uint64_t win_depleted_ns[2];
     int win_cur;
 
-    uint64_t alloc_failures; /* allocations refused for lack of memory */
+    uint64_t alloc_failures;  /* allocations refused for lack of memory */
+    ka_arena_budget_t budget; /* charges decode arenas to the priority class */
 } ka_pool_t;
 
 /* The priority limit starts at the larger of the reserved share and
@@ -120,6 +123,11 @@ void ka_pool_cancel(ka_pool_t *p, ka_pool_waiter_t *w);
 int ka_pool_charge(ka_pool_t *p, size_t n);
 /* Gives back bytes charged with ka_pool_charge. */
 void ka_pool_uncharge(ka_pool_t *p, size_t n);
+/* ka_pool_charge and ka_pool_uncharge as an arena's budget (ka_arena.h). */
+static inline const ka_arena_budget_t *ka_pool_arena_budget(const ka_pool_t *p)
+{
+    return &p->budget;
+}
 
 static inline void ka_pbuf_ref(ka_pbuf_t *b)
 {

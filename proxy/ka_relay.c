@@ -169,15 +169,20 @@ static void write_due_answers(ka_session_t *s)
     }
 }
 
-/* Copies a handler's verdict bytes into a pool buffer (local answers and
- * replacement frames draw on the reserved share). */
+/* Copies a handler's verdict bytes (a re-encoded request, a merged response,
+ * a local answer) into a pool buffer of the priority class. The handler's
+ * own copy is charged too while both exist, so the peak of a rewrite counts
+ * against --buffer-memory. */
 static ka_pbuf_t *verdict_bytes(ka_session_t *s, ka_hook_verdict_t *v)
 {
+    ka_pool_t *pool = &s->server->pool;
     ka_pbuf_t *pb = NULL;
-    if (v->len > 0 && v->len <= UINT32_MAX)
-        pb = ka_pool_alloc(&s->server->pool, v->len, v->len, 1, NULL);
-    if (pb != NULL)
-        memcpy(pb->data, v->bytes, v->len);
+    if (v->len > 0 && v->len <= UINT32_MAX && ka_pool_charge(pool, v->len) == 0) {
+        pb = ka_pool_alloc(pool, v->len, v->len, 1, NULL);
+        if (pb != NULL)
+            memcpy(pb->data, v->bytes, v->len);
+        ka_pool_uncharge(pool, v->len);
+    }
     if (v->free_bytes)
         v->free_bytes(v->bytes);
     return pb;
