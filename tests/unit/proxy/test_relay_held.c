@@ -16,8 +16,6 @@
 
 #include <cmocka.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -88,18 +86,6 @@ static void *broker_main(void *arg)
     }
 }
 
-static int dial(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)proxy_port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 /* A request header of the held key declaring `total` bytes, size prefix included. */
 static void held_header(uint8_t *p, uint32_t total, int32_t corr)
 {
@@ -128,7 +114,7 @@ static void *client_main(void *arg)
     (void)arg;
 
     /* 1. A held frame that claims almost the cap and stops after 256 bytes. */
-    int silent = dial();
+    int silent = fx_dial_loopback(proxy_port);
     held_header(small, HELD_CAP - 64, 1);
     memset(small + 15, 'x', sizeof(small) - 15);
     double t0 = now_s();
@@ -138,14 +124,14 @@ static void *client_main(void *arg)
     __atomic_store_n(&phase, 2, __ATOMIC_SEQ_CST);
 
     /* 2. A frame above the cap: closed from its header. */
-    int over = dial();
+    int over = fx_dial_loopback(proxy_port);
     held_header(small, HELD_CAP + 1, 2);
     if (write(over, small, 15) == 15)
         oversize_closed = wait_closed(over);
     close(over);
 
     /* 3. A held frame sent whole, in uneven pieces, is forwarded intact. */
-    int whole = dial();
+    int whole = fx_dial_loopback(proxy_port);
     uint8_t *frame = malloc(WHOLE_BYTES);
     held_header(frame, WHOLE_BYTES, 3);
     for (size_t i = 15; i < WHOLE_BYTES; i++)
@@ -199,25 +185,21 @@ static void test_held_frames_grow_are_capped_and_time_out(void **state)
     uv_timer_t sampler;
     ka_config_t cfg;
     char err[256];
-    struct sockaddr_in sa = {.sin_family = AF_INET};
-    socklen_t salen = sizeof(sa);
+    uint16_t broker_port = 0;
     pthread_t broker, client;
 
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    broker_listen_fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_int_equal(bind(broker_listen_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    assert_int_equal(listen(broker_listen_fd, 4), 0);
-    getsockname(broker_listen_fd, (struct sockaddr *)&sa, &salen);
-
+    broker_listen_fd = fx_listen_loopback(&broker_port);
+    assert_true(broker_listen_fd >= 0);
+    /* A small pool, a 2 MiB cap and a short timeout: each limit is reached. */
     ka_config_defaults(&cfg);
-    snprintf(cfg.listen.host, sizeof(cfg.listen.host), "127.0.0.1");
-    cfg.listen.port = 0;
-    snprintf(cfg.upstream.host, sizeof(cfg.upstream.host), "127.0.0.1");
-    cfg.upstream.port = ntohs(sa.sin_port);
-    cfg.log_level = KA_LOG_ERROR;
     cfg.buffer_memory = 8u << 20;
     cfg.max_held_request = HELD_CAP;
     cfg.held_request_timeout_ms = TIMEOUT_MS;
+    cfg.log_level = KA_LOG_ERROR;
+    snprintf(cfg.upstream.host, sizeof(cfg.upstream.host), "127.0.0.1");
+    cfg.upstream.port = broker_port;
+    snprintf(cfg.listen.host, sizeof(cfg.listen.host), "127.0.0.1");
+    cfg.listen.port = 0;
     ka_log_setup(cfg.log_level, cfg.log_format);
     uv_loop_init(&loop);
     assert_int_equal(ka_server_new(&loop, &cfg, &srv, err, sizeof(err)), 0);
