@@ -22,11 +22,12 @@ static void budget_uncharge(void *ctx, size_t n)
 void ka_pool_init(ka_pool_t *p, uint64_t capacity, uint64_t reserved, uint64_t (*now_ns)(void))
 {
     assert(reserved <= capacity);
-    uint64_t share = capacity / 100 * KA_POOL_PRIORITY_PERCENT;
+    uint64_t share = capacity * KA_POOL_PRIORITY_PERCENT / 100;
     *p = (ka_pool_t){.capacity = capacity,
                      .reserved = reserved,
                      .priority_limit = share > reserved ? share : reserved,
                      .now_ns = now_ns};
+    p->held_limit = p->priority_limit * KA_POOL_HELD_PERCENT / 100;
     p->budget = (ka_arena_budget_t){budget_charge, budget_uncharge, p};
     /* Both windows start now; the other one only counts once it is older. */
     p->win_start_ns[0] = p->win_start_ns[1] = now_ns();
@@ -37,18 +38,35 @@ static uint64_t room(uint64_t limit, uint64_t taken)
     return taken >= limit ? 0 : limit - taken;
 }
 
+/* The class of a caller's priority argument. */
+static int class_of(int priority)
+{
+    return priority <= 0 ? 0 : priority >= KA_POOL_HELD ? KA_POOL_HELD : 1;
+}
+
+static uint64_t taken(const ka_pool_t *p, int c)
+{
+    return p->class_used[c] + p->class_granted[c];
+}
+
 uint64_t ka_pool_available(const ka_pool_t *p, int priority)
 {
-    int c = priority ? 1 : 0;
+    int c = class_of(priority);
     uint64_t whole = room(p->capacity, p->used + p->granted);
-    uint64_t limit = c ? p->priority_limit : p->capacity - p->reserved;
-    /* The general class never dips into the reserved share, whatever the
-     * priority class holds; the priority class is capped by its own limit. */
-    uint64_t mine = c ? room(limit, p->class_used[1] + p->class_granted[1])
-                      : room(limit, p->class_used[0] + p->class_granted[0] +
-                                        (p->class_used[1] + p->class_granted[1] > p->reserved
-                                             ? p->class_used[1] + p->class_granted[1] - p->reserved
-                                             : 0));
+    uint64_t prio = taken(p, 1) + taken(p, KA_POOL_HELD), mine;
+    if (c == 0) {
+        /* Streams never dip into the reserved share, whatever the priority
+         * classes hold. */
+        uint64_t above = prio > p->reserved ? prio - p->reserved : 0;
+        mine = room(p->capacity - p->reserved, taken(p, 0) + above);
+    } else {
+        /* Both priority classes together stay under the priority limit, and
+         * held requests under their own, so they leave room for responses,
+         * answers and decode arenas. */
+        mine = room(p->priority_limit, prio);
+        if (c == KA_POOL_HELD && room(p->held_limit, taken(p, c)) < mine)
+            mine = room(p->held_limit, taken(p, c));
+    }
     return mine < whole ? mine : whole;
 }
 
@@ -90,7 +108,7 @@ static void take_grant(ka_pool_t *p, ka_pool_waiter_t *w)
 {
     if (w != NULL && w->granted > 0) {
         p->granted -= w->granted;
-        p->class_granted[w->priority ? 1 : 0] -= w->granted;
+        p->class_granted[w->priority] -= w->granted;
         w->granted = 0;
     }
 }
@@ -116,8 +134,8 @@ static void unaccount(ka_pool_t *p, int c, size_t n)
  */
 static uint64_t may_take(const ka_pool_t *p, int c, const ka_pool_waiter_t *w, int *resumed)
 {
-    *resumed = w != NULL && w->granted > 0 && (w->priority ? 1 : 0) == c;
-    if (!*resumed && p->head[c] != NULL && (c == 0 || w != NULL))
+    *resumed = w != NULL && w->granted > 0 && w->priority == c;
+    if (!*resumed && p->head[c] != NULL && (c != 1 || w != NULL))
         return 0;
     return ka_pool_available(p, c) + (*resumed ? w->granted : 0);
 }
@@ -125,7 +143,7 @@ static uint64_t may_take(const ka_pool_t *p, int c, const ka_pool_waiter_t *w, i
 ka_pbuf_t *ka_pool_alloc(ka_pool_t *p, size_t want, size_t min, int priority, ka_pool_waiter_t *w)
 {
     assert(min <= want && want <= UINT32_MAX);
-    int c = priority ? 1 : 0, resumed;
+    int c = class_of(priority), resumed;
     uint64_t avail = may_take(p, c, w, &resumed);
 
     if (avail < min) {
@@ -170,7 +188,7 @@ ka_pbuf_t *ka_pool_grow(ka_pool_t *p, ka_pbuf_t *b, size_t want, size_t min, ka_
 
 static void unlink_waiter(ka_pool_t *p, ka_pool_waiter_t *w)
 {
-    int c = w->priority ? 1 : 0;
+    int c = w->priority;
     if (w->prev)
         w->prev->next = w->next;
     else
@@ -192,7 +210,7 @@ static void kick(ka_pool_t *p)
     p->kicking = 1;
     for (int progress = 1; progress;) {
         progress = 0;
-        for (int c = 0; c < 2; c++) {
+        for (int c = 0; c < KA_POOL_CLASSES; c++) {
             ka_pool_waiter_t *w = p->head[c];
             if (w == NULL || ka_pool_available(p, c) < w->need)
                 continue;
@@ -213,9 +231,9 @@ void ka_pool_wait(ka_pool_t *p, ka_pool_waiter_t *w, size_t need, int priority)
         return;
     /* A resumed waiter that must wait again (it needs more than it was
      * granted) keeps its place at the front; everyone else queues last. */
-    int front = w->granted > 0 && (w->priority ? 1 : 0) == (priority ? 1 : 0);
+    int c = class_of(priority);
+    int front = w->granted > 0 && w->priority == c;
     take_grant(p, w);
-    int c = priority ? 1 : 0;
     w->need = need;
     w->priority = c;
     w->queued = 1;
@@ -320,7 +338,7 @@ double ka_pool_avg_depleted_percent(ka_pool_t *p)
 size_t ka_pool_waiters(const ka_pool_t *p)
 {
     size_t n = 0;
-    for (int c = 0; c < 2; c++)
+    for (int c = 0; c < KA_POOL_CLASSES; c++)
         for (const ka_pool_waiter_t *w = p->head[c]; w; w = w->next)
             n++;
     return n;
@@ -328,5 +346,10 @@ size_t ka_pool_waiters(const ka_pool_t *p)
 
 uint64_t ka_pool_priority_used_bytes(const ka_pool_t *p)
 {
-    return p->class_used[1];
+    return p->class_used[1] + p->class_used[KA_POOL_HELD];
+}
+
+uint64_t ka_pool_held_used_bytes(const ka_pool_t *p)
+{
+    return p->class_used[KA_POOL_HELD];
 }

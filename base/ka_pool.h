@@ -3,16 +3,19 @@
  *
  * The pool is an accountant in front of malloc, after Kafka's
  * SimpleMemoryPool in strict mode: an allocation succeeds only when the
- * bytes fit under the capacity. There are two classes of bytes:
+ * bytes fit under the capacity. There are three classes of bytes:
  *   general   read buffers of streamed traffic; they may use the capacity
  *             minus the reserved share;
- *   priority  whole frames that kadmit must buffer to inspect (admission
- *             requests, ApiVersions and merged responses), their decode
- *             arenas and re-encoded frames; they may use the reserved share
- *             and general memory, but never more than the priority limit
- *             (half the pool by default), so held frames can never take the
- *             memory that streamed traffic needs, and streamed traffic can
- *             never take the reserved share.
+ *   priority  frames kadmit buffers whole on its own account (ApiVersions
+ *             and merged responses, local answers, re-encoded requests,
+ *             decode arenas, its own metadata);
+ *   held      admission requests held whole on a client's behalf.
+ * The two priority classes may use the reserved share and general memory,
+ * but together never more than the priority limit (half the pool by
+ * default), so frames held whole can never take the memory that streamed
+ * traffic needs, and streamed traffic can never take the reserved share.
+ * Held requests, which a client controls, may take at most half of the
+ * priority limit, so the responses and arenas kadmit needs always find room.
  *
  * When an allocation cannot be served, the stream stops reading and waits
  * in its class's FIFO. As memory comes back, each queue's waiters are
@@ -40,8 +43,13 @@
 /* KIP-81-style metrics use Kafka's default of two 30 s sample windows. */
 #define KA_POOL_WINDOW_NS (30ull * 1000000000ull)
 
-/* By default the priority class may take at most this share of the pool. */
+/* By default the priority classes may take at most this share of the pool, */
 #define KA_POOL_PRIORITY_PERCENT 50
+/* and held requests this share of the priority limit. */
+#define KA_POOL_HELD_PERCENT 50
+/* The priority argument of a held request's allocations (0 general, 1 priority). */
+#define KA_POOL_HELD    2
+#define KA_POOL_CLASSES 3
 
 typedef struct ka_pbuf {
     uint32_t refs;     /* writes and readers still using the bytes */
@@ -59,21 +67,22 @@ struct ka_pool_waiter {
     ka_pool_resume_cb resume_cb;   /* called once the waiter's bytes are set aside */
     size_t need;                   /* the bytes it cannot proceed without */
     size_t granted;                /* bytes set aside for it, until it allocates or cancels */
-    int priority;                  /* may draw on the reserved share */
+    int priority;                  /* the class waited in (0, 1 or KA_POOL_HELD) */
     int queued;
 };
 
 typedef struct ka_pool {
-    uint64_t capacity;       /* --buffer-memory */
-    uint64_t reserved;       /* share only priority allocations may use */
-    uint64_t priority_limit; /* most bytes the priority class may hold */
-    uint64_t used;           /* bytes in live buffers and charges, both classes */
-    uint64_t granted;        /* bytes set aside for resumed waiters, both classes */
-    uint64_t class_used[2];  /* used, per class (0 general, 1 priority) */
-    uint64_t class_granted[2];
-    ka_pool_waiter_t *head[2], *tail[2]; /* one FIFO per class */
-    int kicking;                         /* guards against resuming waiters re-entrantly */
-    uint64_t (*now_ns)(void);            /* monotonic clock, replaceable in tests */
+    uint64_t capacity;                    /* --buffer-memory */
+    uint64_t reserved;                    /* share only priority allocations may use */
+    uint64_t priority_limit;              /* most bytes both priority classes may hold */
+    uint64_t held_limit;                  /* most bytes held requests may hold */
+    uint64_t used;                        /* bytes in live buffers and charges, both classes */
+    uint64_t granted;                     /* bytes set aside for resumed waiters, both classes */
+    uint64_t class_used[KA_POOL_CLASSES]; /* used, per class */
+    uint64_t class_granted[KA_POOL_CLASSES];
+    ka_pool_waiter_t *head[KA_POOL_CLASSES], *tail[KA_POOL_CLASSES]; /* one FIFO per class */
+    int kicking;              /* guards against resuming waiters re-entrantly */
+    uint64_t (*now_ns)(void); /* monotonic clock, replaceable in tests */
 
     /* SimpleMemoryPool's dry-spell accounting: a spell starts at the first
      * failed allocation and ends at the next successful one or release. */
@@ -88,7 +97,8 @@ typedef struct ka_pool {
 } ka_pool_t;
 
 /* The priority limit starts at the larger of the reserved share and
- * KA_POOL_PRIORITY_PERCENT of the capacity. */
+ * KA_POOL_PRIORITY_PERCENT of the capacity; the held limit at
+ * KA_POOL_HELD_PERCENT of that. */
 void ka_pool_init(ka_pool_t *p, uint64_t capacity, uint64_t reserved, uint64_t (*now_ns)(void));
 
 /*
@@ -151,7 +161,9 @@ uint64_t ka_pool_used_bytes(const ka_pool_t *p);
 double ka_pool_depleted_time_total_s(ka_pool_t *p);
 double ka_pool_avg_depleted_percent(ka_pool_t *p);
 size_t ka_pool_waiters(const ka_pool_t *p);
-/* Bytes held by the priority class (held frames, their arenas, answers). */
+/* Bytes held by both priority classes (held frames, their arenas, answers). */
 uint64_t ka_pool_priority_used_bytes(const ka_pool_t *p);
+/* Bytes held by the held-request class alone. */
+uint64_t ka_pool_held_used_bytes(const ka_pool_t *p);
 
 #endif

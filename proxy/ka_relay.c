@@ -77,7 +77,9 @@ static int hold_grow(ka_leg_t *leg)
         leg->hold = grown;
         return 0;
     }
-    ka_pbuf_t *hold = ka_pool_alloc(pool, cap, min, 1, &leg->waiter);
+    /* A client's request is a held request; a broker's response is kadmit's own. */
+    ka_pbuf_t *hold =
+        ka_pool_alloc(pool, cap, min, leg->is_client ? KA_POOL_HELD : 1, &leg->waiter);
     if (hold == NULL)
         return KA_ENOMEM;
     memcpy(hold->data, leg->hold_prefix->data + leg->hold_prefix_off, leg->hold_prefix_len);
@@ -95,7 +97,7 @@ static void hold_wait(ka_leg_t *leg)
     size_t min = (leg->hold ? leg->hold_len : leg->hold_prefix_len) + KA_POOL_READ_MIN;
     if (min > leg->hold_total)
         min = leg->hold_total;
-    ka_leg_wait_memory(leg, min > have ? min - have : 1, 1);
+    ka_leg_wait_memory(leg, min > have ? min - have : 1, leg->is_client ? KA_POOL_HELD : 1);
 }
 
 void ka_relay_release(ka_leg_t *leg)

@@ -206,6 +206,35 @@ static void test_priority_class_cannot_take_the_streams_half(void **state)
     assert_int_equal(ka_pool_used_bytes(&p), 0);
 }
 
+static void test_held_requests_leave_room_for_responses(void **state)
+{
+    (void)state;
+    ka_pool_t p;
+    tagged_waiter_t held = {.id = 3}, response = {.id = 4};
+    held.w.resume_cb = response.w.resume_cb = tagged_resume_cb;
+    nresumed = 0;
+    ka_pool_init(&p, 100000, 10000, clock_fn);
+    assert_int_equal(p.held_limit, 25000);
+    /* Stalled held requests fill their class... */
+    ka_pbuf_t *a = ka_pool_alloc(&p, 30000, 4096, KA_POOL_HELD, NULL);
+    assert_int_equal(a->cap, 25000);
+    assert_null(ka_pool_alloc(&p, 4096, 4096, KA_POOL_HELD, &held.w));
+    ka_pool_wait(&p, &held.w, 4096, KA_POOL_HELD);
+    /* ...and a response that must be held whole still finds room, past
+     * the held request waiting for more. */
+    ka_pbuf_t *b = ka_pool_alloc(&p, 20000, 20000, 1, &response.w);
+    assert_non_null(b);
+    assert_int_equal(ka_pool_held_used_bytes(&p), 25000);
+    assert_int_equal(ka_pool_priority_used_bytes(&p), 45000);
+    assert_int_equal(nresumed, 0);
+    ka_pbuf_unref(&p, a);
+    assert_int_equal(nresumed, 1);
+    assert_int_equal(resumed[0], 3);
+    ka_pool_cancel(&p, &held.w);
+    ka_pbuf_unref(&p, b);
+    assert_int_equal(ka_pool_used_bytes(&p), 0);
+}
+
 static void test_grow_charges_only_the_growth(void **state)
 {
     (void)state;
@@ -255,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_depleted_time_follows_dry_spells),
         cmocka_unit_test(test_priority_waiter_does_not_stop_streamed_reads),
         cmocka_unit_test(test_priority_class_cannot_take_the_streams_half),
+        cmocka_unit_test(test_held_requests_leave_room_for_responses),
         cmocka_unit_test(test_grow_charges_only_the_growth),
         cmocka_unit_test(test_arena_chunks_are_charged_to_the_pool),
     };
