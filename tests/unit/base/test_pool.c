@@ -210,11 +210,11 @@ static void test_held_requests_leave_room_for_responses(void **state)
 {
     (void)state;
     ka_pool_t p;
-    tagged_waiter_t held = {.id = 3}, response = {.id = 4};
-    held.w.resume_cb = response.w.resume_cb = tagged_resume_cb;
-    nresumed = 0;
     ka_pool_init(&p, 100000, 10000, clock_fn);
     assert_int_equal(p.held_limit, 25000);
+    tagged_waiter_t held = {.w.resume_cb = tagged_resume_cb, .id = 3};
+    tagged_waiter_t response = {.w.resume_cb = tagged_resume_cb, .id = 4};
+    nresumed = 0;
     /* Stalled held requests fill their class... */
     ka_pbuf_t *a = ka_pool_alloc(&p, 30000, 4096, KA_POOL_HELD, NULL);
     assert_int_equal(a->cap, 25000);
