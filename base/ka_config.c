@@ -491,17 +491,17 @@ static int check_combinations(ka_config_t *c, char *err, size_t errlen)
     }
     if (c->ledger < 0)
         c->ledger = c->policy_path[0] != '\0';
-    /* A held request lives in the pool's held class, which may take a
-     * quarter of it (ka_pool.h); a cap above that could never be met. */
-    uint64_t held_share =
-        c->buffer_memory * KA_POOL_PRIORITY_PERCENT / 100 * KA_POOL_HELD_PERCENT / 100;
+    /* A large held request lives in the pool's held class, which may take a
+     * quarter of it, less the share kept for small ones (ka_pool.h); a cap
+     * above that could never be met. */
+    uint64_t held_share = c->buffer_memory * KA_POOL_PRIORITY_PERCENT / 100 * KA_POOL_HELD_PERCENT /
+                          100 * (100 - KA_POOL_SMALL_PERCENT) / 100;
     if (c->policy_path[0] != '\0' && c->max_held_request > held_share) {
         snprintf(err, errlen,
-                 "--max-held-request %llu does not fit --buffer-memory %llu: held requests may "
-                 "take at most %d%% of the pool (%llu bytes); lower --max-held-request or raise "
-                 "--buffer-memory",
+                 "--max-held-request %llu does not fit --buffer-memory %llu: large held "
+                 "requests may take at most 3/16 of the pool (%llu bytes); lower "
+                 "--max-held-request or raise --buffer-memory",
                  (unsigned long long)c->max_held_request, (unsigned long long)c->buffer_memory,
-                 KA_POOL_PRIORITY_PERCENT * KA_POOL_HELD_PERCENT / 100,
                  (unsigned long long)held_share);
         return KA_EINVALID;
     }

@@ -64,8 +64,13 @@ uint64_t ka_pool_available(const ka_pool_t *p, int priority)
          * held requests under their own, so they leave room for responses,
          * answers and decode arenas. */
         mine = room(p->priority_limit, prio);
-        if (c == KA_POOL_HELD && room(p->held_limit, taken(p, c)) < mine)
-            mine = room(p->held_limit, taken(p, c));
+        /* Large held requests leave a share of their class to small ones
+         * (Metadata, most admin requests), however many large ones stall. */
+        uint64_t held = priority == KA_POOL_HELD
+                            ? p->held_limit - p->held_limit * KA_POOL_SMALL_PERCENT / 100
+                            : p->held_limit;
+        if (c == KA_POOL_HELD && room(held, taken(p, c)) < mine)
+            mine = room(held, taken(p, c));
     }
     return mine < whole ? mine : whole;
 }
@@ -132,19 +137,23 @@ static void unaccount(ka_pool_t *p, int c, size_t n)
  * only resumed ones may take memory. A priority caller with no waiter (an
  * answer, kadmit's own metadata) works for a frame already held, and goes on.
  */
-static uint64_t may_take(const ka_pool_t *p, int c, const ka_pool_waiter_t *w, int *resumed)
+static uint64_t may_take(const ka_pool_t *p, int priority, const ka_pool_waiter_t *w, int *resumed)
 {
+    int c = class_of(priority);
     *resumed = w != NULL && w->granted > 0 && w->priority == c;
-    if (!*resumed && p->head[c] != NULL && (c != 1 || w != NULL))
+    /* Small held requests go past the large ones that wait: they are
+     * cheap, and what they need is kept for them. */
+    int fifo = c == 0 || (c == 1 && w != NULL) || priority == KA_POOL_HELD;
+    if (!*resumed && p->head[c] != NULL && fifo)
         return 0;
-    return ka_pool_available(p, c) + (*resumed ? w->granted : 0);
+    return ka_pool_available(p, priority) + (*resumed ? w->granted : 0);
 }
 
 ka_pbuf_t *ka_pool_alloc(ka_pool_t *p, size_t want, size_t min, int priority, ka_pool_waiter_t *w)
 {
     assert(min <= want && want <= UINT32_MAX);
     int c = class_of(priority), resumed;
-    uint64_t avail = may_take(p, c, w, &resumed);
+    uint64_t avail = may_take(p, priority, w, &resumed);
 
     if (avail < min) {
         dry_spell_begin(p);
@@ -159,6 +168,7 @@ ka_pbuf_t *ka_pool_alloc(ka_pool_t *p, size_t want, size_t min, int priority, ka
     b->refs = 1;
     b->cap = (uint32_t)n;
     b->priority = (uint32_t)c;
+    b->small = priority == KA_POOL_HELD_SMALL;
     account(p, c, n);
     dry_spell_end(p);
     return b;
@@ -168,7 +178,7 @@ ka_pbuf_t *ka_pool_grow(ka_pool_t *p, ka_pbuf_t *b, size_t want, size_t min, ka_
 {
     assert(b->refs == 1 && b->cap <= min && min <= want && want <= UINT32_MAX);
     int c = (int)b->priority, resumed;
-    uint64_t avail = may_take(p, c, w, &resumed);
+    uint64_t avail = may_take(p, b->small ? KA_POOL_HELD_SMALL : c, w, &resumed);
 
     if (avail < min - b->cap) {
         dry_spell_begin(p);
@@ -212,7 +222,7 @@ static void kick(ka_pool_t *p)
         progress = 0;
         for (int c = 0; c < KA_POOL_CLASSES; c++) {
             ka_pool_waiter_t *w = p->head[c];
-            if (w == NULL || ka_pool_available(p, c) < w->need)
+            if (w == NULL || ka_pool_available(p, w->small ? KA_POOL_HELD_SMALL : c) < w->need)
                 continue;
             unlink_waiter(p, w);
             w->granted = w->need;
@@ -232,10 +242,11 @@ void ka_pool_wait(ka_pool_t *p, ka_pool_waiter_t *w, size_t need, int priority)
     /* A resumed waiter that must wait again (it needs more than it was
      * granted) keeps its place at the front; everyone else queues last. */
     int c = class_of(priority);
-    int front = w->granted > 0 && w->priority == c;
+    int front = (w->granted > 0 && w->priority == c) || priority == KA_POOL_HELD_SMALL;
     take_grant(p, w);
     w->need = need;
     w->priority = c;
+    w->small = priority == KA_POOL_HELD_SMALL;
     w->queued = 1;
     if (front) {
         w->prev = NULL;

@@ -47,15 +47,21 @@
 #define KA_POOL_PRIORITY_PERCENT 50
 /* and held requests this share of the priority limit. */
 #define KA_POOL_HELD_PERCENT 50
-/* The priority argument of a held request's allocations (0 general, 1 priority). */
-#define KA_POOL_HELD    2
-#define KA_POOL_CLASSES 3
+/* The priority argument of a held request's allocations (0 general, 1
+ * priority), and of a small one's (its whole frame fits in KA_POOL_SMALL_HELD
+ * bytes): same class, but large ones leave KA_POOL_SMALL_PERCENT of the
+ * class's limit to small ones, which also go past large ones that wait. */
+#define KA_POOL_HELD          2
+#define KA_POOL_HELD_SMALL    3
+#define KA_POOL_CLASSES       3
+#define KA_POOL_SMALL_HELD    (64 * 1024)
+#define KA_POOL_SMALL_PERCENT 25
 
 typedef struct ka_pbuf {
     uint32_t refs;     /* writes and readers still using the bytes */
     uint32_t cap;      /* usable bytes in data, as charged to the pool */
     uint32_t priority; /* the class charged, so release credits the same one */
-    uint32_t pad_;     /* keeps data 8-byte aligned */
+    uint32_t small;    /* a small held request's buffer (KA_POOL_HELD_SMALL) */
     uint8_t data[];
 } ka_pbuf_t;
 
@@ -68,6 +74,7 @@ struct ka_pool_waiter {
     size_t need;                   /* the bytes it cannot proceed without */
     size_t granted;                /* bytes set aside for it, until it allocates or cancels */
     int priority;                  /* the class waited in (0, 1 or KA_POOL_HELD) */
+    int small;                     /* waits for a small held request (goes first) */
     int queued;
 };
 

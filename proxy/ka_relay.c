@@ -54,7 +54,16 @@ static void park(ka_leg_t *leg, ka_pbuf_t *pb, size_t off, size_t len)
  * worth and doubles (in place, ka_pool_grow) when the next bytes do not fit.
  * So a frame that claims 60 MiB and stalls after a few bytes pins a few KiB.
  */
-#define KA_HOLD_FIRST (64 * 1024)
+#define KA_HOLD_FIRST (16 * 1024)
+
+/* The pool class of the held frame: a client's request is a held request
+ * (small ones first); a broker's response is kadmit's own. */
+static int hold_class(const ka_leg_t *leg)
+{
+    if (!leg->is_client)
+        return 1;
+    return leg->hold_total <= KA_POOL_SMALL_HELD ? KA_POOL_HELD_SMALL : KA_POOL_HELD;
+}
 
 /* Makes room in the held frame's buffer for at least one more step of its
  * bytes, allocating it (and moving the header bytes in) on first use. */
@@ -77,9 +86,7 @@ static int hold_grow(ka_leg_t *leg)
         leg->hold = grown;
         return 0;
     }
-    /* A client's request is a held request; a broker's response is kadmit's own. */
-    ka_pbuf_t *hold =
-        ka_pool_alloc(pool, cap, min, leg->is_client ? KA_POOL_HELD : 1, &leg->waiter);
+    ka_pbuf_t *hold = ka_pool_alloc(pool, cap, min, hold_class(leg), &leg->waiter);
     if (hold == NULL)
         return KA_ENOMEM;
     memcpy(hold->data, leg->hold_prefix->data + leg->hold_prefix_off, leg->hold_prefix_len);
@@ -97,7 +104,7 @@ static void hold_wait(ka_leg_t *leg)
     size_t min = (leg->hold ? leg->hold_len : leg->hold_prefix_len) + KA_POOL_READ_MIN;
     if (min > leg->hold_total)
         min = leg->hold_total;
-    ka_leg_wait_memory(leg, min > have ? min - have : 1, leg->is_client ? KA_POOL_HELD : 1);
+    ka_leg_wait_memory(leg, min > have ? min - have : 1, hold_class(leg));
 }
 
 void ka_relay_release(ka_leg_t *leg)

@@ -379,9 +379,9 @@ static void test_held_request_cap_must_fit_the_pool_with_a_policy(void **state)
     assert_true(parse(&cfg, 7, tight) < 0);
     assert_non_null(strstr(err, "--max-held-request"));
     assert_non_null(strstr(err, "--buffer-memory"));
-    const char *fits[] = {"kadmit", "--upstream",         "h:1",  "--buffer-memory",
-                          "4MiB",   "--max-held-request", "1MiB", "--policy",
-                          "p.json"};
+    const char *fits[] = {"kadmit",          "--upstream", "h:1",
+                          "--buffer-memory", "4MiB",       "--max-held-request",
+                          "768KiB",          "--policy",   "p.json"};
     assert_int_equal(parse(&cfg, 9, fits), KA_CONFIG_RUN);
     const char *zero[] = {"kadmit", "--upstream", "h:1", "--held-request-timeout-ms", "0"};
     assert_true(parse(&cfg, 5, zero) < 0);
