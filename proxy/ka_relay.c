@@ -365,8 +365,11 @@ static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, s
     }
 
     /* HOLD: everything before this frame goes out now; the frame waits. */
-    if (src->is_client && refuse_oversize_hold(s, h))
+    if (src->is_client && refuse_oversize_hold(s, h)) {
+        if (ev->carried != NULL)
+            ka_pbuf_unref(&s->server->pool, ka_pbuf_of(ev->carried));
         return STEP_CLOSED;
+    }
     s->server->metrics.frames_intercepted++;
     ka_output_add(dst, pb, *run, a);
     *run = b;

@@ -123,11 +123,15 @@ static void *client_main(void *arg)
     usleep(100 * 1000);
     __atomic_store_n(&phase, 2, __ATOMIC_SEQ_CST);
 
-    /* 2. A frame above the cap: closed from its header. */
+    /* 2. A frame above the cap: closed from its header, which arrives in
+     * two pieces (so the splitter carries it). */
     int over = fx_dial_loopback(proxy_port);
     held_header(small, HELD_CAP + 1, 2);
-    if (write(over, small, 15) == 15)
-        oversize_closed = wait_closed(over);
+    if (write(over, small, 6) == 6) {
+        usleep(30 * 1000);
+        if (write(over, small + 6, 9) == 9)
+            oversize_closed = wait_closed(over);
+    }
     close(over);
 
     /* 3. A held frame sent whole, in uneven pieces, is forwarded intact. */
