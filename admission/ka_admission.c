@@ -178,8 +178,11 @@ int ka_adm_decode(const ka_adm_ctx_t *ctx, const uint8_t *frame, size_t len, ka_
     d = read_header(frame, len, &hdr, &body_off, early);
     if (d == NULL || hdr.request_api_version < d->min_judged_version)
         return 0;
+    if (ka_arena_budget_charge(ctx->budget, len) < 0)
+        return KA_ENOMEM;
     req = calloc(1, sizeof(*req));
     if (req == NULL || (req->frame = malloc(len)) == NULL) {
+        ka_arena_budget_uncharge(ctx->budget, len);
         free(req);
         return KA_ENOMEM;
     }
@@ -189,11 +192,14 @@ int ka_adm_decode(const ka_adm_ctx_t *ctx, const uint8_t *frame, size_t len, ka_
     req->len = len;
     req->body_off = body_off;
     ka_arena_init(&req->arena, KA_ADM_ARENA_CAP);
+    ka_arena_set_budget(&req->arena, ctx->budget);
     /* The header again, now with slices into our copy. */
     ka_reader_init(&r, req->frame + 4, len - 4);
     ka_request_header_read(&r, &req->hdr, NULL);
     rc = decode_body(req, &r);
     early->trailing_bytes = req->trailing_bytes;
+    if (rc == 0 && r.err == KA_ENOMEM)
+        rc = KA_ENOMEM; /* the budget refused: not the client's fault */
     if (rc == 0 && r.err != 0) {
         decode_failed(early, req, &r);
         if (d->answers_decode_errors)
@@ -219,6 +225,7 @@ void ka_adm_req_free(ka_adm_req_t *req)
         for (size_t i = 0; i < req->count; i++)
             ka_verdict_release(&req->verdicts[i]);
     free(req->verdicts);
+    ka_arena_budget_uncharge(req->arena.budget, req->len);
     ka_arena_destroy(&req->arena);
     free(req->frame);
     free(req);

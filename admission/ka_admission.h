@@ -41,6 +41,7 @@
 
 #include "ka_cluster.h"
 #include "ka_adm_kinds.h"
+#include "ka_arena.h"
 #include "ka_policy.h"
 #include "ka_reservations.h"
 
@@ -57,6 +58,9 @@ typedef struct ka_adm_ctx {
      * wait for a fresher view (action WAIT) instead of being rejected. */
     bool may_wait_for_view;
     size_t max_frame; /* cap on frames written */
+    /* Where the decoded request (its copy of the frame and its arena) is
+     * accounted; NULL: nowhere. A refusal makes the decision KA_ENOMEM. */
+    const ka_arena_budget_t *budget;
 } ka_adm_ctx_t;
 
 /* One item of a request, in request order, kept until the response. */

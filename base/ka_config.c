@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ka_error.h"
+#include "ka_pool.h"
 
 #define MiB (1024ull * 1024ull)
 
@@ -87,19 +88,29 @@ static int parse_count(const char *v, uint64_t min, uint64_t max, uint64_t *out,
     return 0;
 }
 
-static int set_max_frame(ka_config_t *c, const char *v, char *e, size_t n)
+/* A Kafka frame size is an int32; 64 bytes is smaller than any header. */
+static int set_frame_size(uint64_t *field, const char *v, char *e, size_t n)
 {
     uint64_t x;
     int rc = ka_config_parse_size(v, &x, e, n);
     if (rc < 0)
         return rc;
-    /* A Kafka frame size is an int32; 64 bytes is smaller than any header. */
     if (x < 64 || x > INT32_MAX) {
         snprintf(e, n, "must be between 64 and %d bytes", INT32_MAX);
         return KA_ELIMIT;
     }
-    c->max_frame_bytes = x;
+    *field = x;
     return 0;
+}
+
+static int set_max_frame(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_frame_size(&c->max_frame_bytes, v, e, n);
+}
+
+static int set_max_held_request(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_frame_size(&c->max_held_request, v, e, n);
 }
 
 static int set_buffer_memory(ka_config_t *c, const char *v, char *e, size_t n)
@@ -147,6 +158,11 @@ static int set_metadata_upstream(ka_config_t *c, const char *v, char *e, size_t 
 static int set_idle_timeout(ka_config_t *c, const char *v, char *e, size_t n)
 {
     return set_u32(&c->idle_timeout_s, 0, v, e, n);
+}
+
+static int set_held_request_timeout(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_u32(&c->held_request_timeout_ms, 1, v, e, n);
 }
 
 static int set_drain_timeout(ka_config_t *c, const char *v, char *e, size_t n)
@@ -355,6 +371,10 @@ static const option_t options[] = {
      "largest request frame accepted (default 100MiB)"},
     {"buffer-memory", "KADMIT_BUFFER_MEMORY", set_buffer_memory, "BYTES",
      "bound on all buffered bytes, KIP-81 (default 256MiB)"},
+    {"max-held-request", "KADMIT_MAX_HELD_REQUEST", set_max_held_request, "BYTES",
+     "largest admission request held whole for judging (default 4MiB)"},
+    {"held-request-timeout-ms", "KADMIT_HELD_REQUEST_TIMEOUT_MS", set_held_request_timeout, "MS",
+     "close a connection whose held request has not fully arrived by then (default 30000)"},
     {"max-connections", "KADMIT_MAX_CONNECTIONS", set_max_connections, "N",
      "client connections beyond N are closed at once (default 10000)"},
     {"max-inflight", "KADMIT_MAX_INFLIGHT", set_max_inflight, "N",
@@ -430,6 +450,8 @@ void ka_config_defaults(ka_config_t *cfg)
     cfg->log_format = KA_LOG_TEXT;
     cfg->max_frame_bytes = 100 * MiB;
     cfg->buffer_memory = 256 * MiB;
+    cfg->max_held_request = 4 * MiB;
+    cfg->held_request_timeout_ms = 30000;
     cfg->max_connections = 10000;
     cfg->max_inflight = 1000;
     cfg->idle_timeout_s = 600;
@@ -469,6 +491,20 @@ static int check_combinations(ka_config_t *c, char *err, size_t errlen)
     }
     if (c->ledger < 0)
         c->ledger = c->policy_path[0] != '\0';
+    /* A large held request lives in the pool's held class, which may take a
+     * quarter of it, less the share kept for small ones (ka_pool.h); a cap
+     * above that could never be met. */
+    uint64_t held_share = c->buffer_memory * KA_POOL_PRIORITY_PERCENT / 100 * KA_POOL_HELD_PERCENT /
+                          100 * (100 - KA_POOL_SMALL_PERCENT) / 100;
+    if (c->policy_path[0] != '\0' && c->max_held_request > held_share) {
+        snprintf(err, errlen,
+                 "--max-held-request %llu does not fit --buffer-memory %llu: large held "
+                 "requests may take at most 3/16 of the pool (%llu bytes); lower "
+                 "--max-held-request or raise --buffer-memory",
+                 (unsigned long long)c->max_held_request, (unsigned long long)c->buffer_memory,
+                 (unsigned long long)held_share);
+        return KA_EINVALID;
+    }
     if (c->sidecar_id[0] == '\0') {
         char host[200] = "";
         if (gethostname(host, sizeof(host) - 1) < 0 || host[0] == '\0')

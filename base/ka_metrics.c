@@ -91,6 +91,10 @@ static const metric_row_t rows[] = {
          "was depleted), inflight (--max-inflight requests in flight)."),
     LROW("read_pauses_total", "cause=\"pool\"", pool_waits, "counter", NULL),
     LROW("read_pauses_total", "cause=\"inflight\"", inflight_pauses, "counter", NULL),
+    LROW("held_requests_closed_total", "reason=\"oversize\"", held_oversize, "counter",
+         "Connections closed while a request was held for judging, by reason: oversize (above "
+         "--max-held-request), timeout (not whole within --held-request-timeout-ms)."),
+    LROW("held_requests_closed_total", "reason=\"timeout\"", held_timeouts, "counter", NULL),
     ROW("unknown_api_keys_total", unknown_api_keys, "counter",
         "Requests with an API key kadmit does not know, passed through."),
     ROW("admission_auto_create_denials_total", adm_auto_create_denials, "counter",

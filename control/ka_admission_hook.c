@@ -285,7 +285,8 @@ static ka_adm_ctx_t decision_ctx(ka_admission_t *a, int resumed)
                            * bounded number of them; then it is judged on what the
                            * view shows, or refused with a message. */
                           .may_wait_for_view = resumed < KA_VIEW_WAIT_ROUNDS,
-                          .max_frame = ka_server_config(a->srv)->max_frame_bytes};
+                          .max_frame = ka_server_config(a->srv)->max_frame_bytes,
+                          .budget = ka_pool_arena_budget(ka_server_pool(a->srv))};
 }
 
 static void ctx_release(ka_adm_ctx_t *ctx)

@@ -22,11 +22,34 @@ struct ka_arena_chunk {
     alignas(max_align_t) unsigned char data[];
 };
 
+int ka_arena_budget_charge(const ka_arena_budget_t *b, size_t n)
+{
+    return b != NULL ? b->charge(b->ctx, n) : 0;
+}
+
+void ka_arena_budget_uncharge(const ka_arena_budget_t *b, size_t n)
+{
+    if (b != NULL)
+        b->uncharge(b->ctx, n);
+}
+
 void ka_arena_init(ka_arena_t *a, size_t cap)
 {
     a->head = NULL;
     a->used = 0;
     a->cap = cap;
+    a->budget = NULL;
+}
+
+void ka_arena_set_budget(ka_arena_t *a, const ka_arena_budget_t *b)
+{
+    a->budget = b;
+}
+
+static void chunk_free(ka_arena_t *a, struct ka_arena_chunk *c)
+{
+    ka_arena_budget_uncharge(a->budget, sizeof(*c) + c->size);
+    free(c);
 }
 
 void ka_arena_destroy(ka_arena_t *a)
@@ -34,7 +57,7 @@ void ka_arena_destroy(ka_arena_t *a)
     struct ka_arena_chunk *c = a->head;
     while (c != NULL) {
         struct ka_arena_chunk *next = c->next;
-        free(c);
+        chunk_free(a, c);
         c = next;
     }
     a->head = NULL;
@@ -49,7 +72,7 @@ void ka_arena_reset(ka_arena_t *a)
         struct ka_arena_chunk *c = keep->next;
         while (c != NULL) {
             struct ka_arena_chunk *next = c->next;
-            free(c);
+            chunk_free(a, c);
             c = next;
         }
         keep->next = NULL;
@@ -84,9 +107,13 @@ int ka_arena_alloc_array(ka_arena_t *a, size_t n, size_t size, void **out)
             size_next = KA_ARENA_MAX_CHUNK;
         if (size_next < bytes)
             size_next = bytes;
-        struct ka_arena_chunk *fresh = malloc(sizeof(*fresh) + size_next);
-        if (fresh == NULL)
+        if (ka_arena_budget_charge(a->budget, sizeof(struct ka_arena_chunk) + size_next) < 0)
             return KA_ENOMEM;
+        struct ka_arena_chunk *fresh = malloc(sizeof(*fresh) + size_next);
+        if (fresh == NULL) {
+            ka_arena_budget_uncharge(a->budget, sizeof(*fresh) + size_next);
+            return KA_ENOMEM;
+        }
         fresh->size = size_next;
         fresh->off = 0;
         fresh->next = c;

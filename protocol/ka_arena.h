@@ -24,13 +24,32 @@
 
 struct ka_arena_chunk;
 
+/*
+ * Where an arena's memory is accounted (in the proxy, the memory pool, so
+ * that decoding a held request counts against --buffer-memory). charge
+ * returns 0, or a negative ka_err to refuse the bytes; the allocation then
+ * fails with KA_ENOMEM. Pure code only calls through it.
+ */
+typedef struct ka_arena_budget {
+    int (*charge)(void *ctx, size_t n);
+    void (*uncharge)(void *ctx, size_t n);
+    void *ctx;
+} ka_arena_budget_t;
+
+/* Charges n bytes to b (0 when b is NULL: nothing is accounted). */
+int ka_arena_budget_charge(const ka_arena_budget_t *b, size_t n);
+void ka_arena_budget_uncharge(const ka_arena_budget_t *b, size_t n);
+
 typedef struct ka_arena {
-    struct ka_arena_chunk *head; /* the chunk being filled; older chunks follow */
-    size_t used;                 /* bytes handed out since init or reset, padding included */
-    size_t cap;                  /* most bytes used may reach */
+    struct ka_arena_chunk *head;     /* the chunk being filled; older chunks follow */
+    size_t used;                     /* bytes handed out since init or reset, padding included */
+    size_t cap;                      /* most bytes used may reach */
+    const ka_arena_budget_t *budget; /* where chunks are accounted; NULL: nowhere */
 } ka_arena_t;
 
 void ka_arena_init(ka_arena_t *a, size_t cap);
+/* Accounts the arena's chunks to b from now on (call before the first allocation). */
+void ka_arena_set_budget(ka_arena_t *a, const ka_arena_budget_t *b);
 /* Frees every chunk; the arena can be reused after ka_arena_init. */
 void ka_arena_destroy(ka_arena_t *a);
 /* Forgets every allocation but keeps the largest chunk for the next frame. */

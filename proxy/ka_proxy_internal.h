@@ -110,9 +110,10 @@ struct ka_leg {
 
     /* The frame being buffered whole (route HOLD). */
     enum ka_frame_route route;
-    ka_pbuf_t *hold; /* NULL until memory for the whole frame was found */
+    ka_pbuf_t *hold; /* grows as the frame's bytes arrive; NULL until the first memory */
     size_t hold_len, hold_total;
-    ka_pbuf_t *hold_prefix; /* header bytes waiting for `hold` to be allocated */
+    uint64_t hold_started_ms; /* client leg: loop time of the held request's header */
+    ka_pbuf_t *hold_prefix;   /* header bytes waiting for `hold` to be allocated */
     uint32_t hold_prefix_off, hold_prefix_len;
     ka_frame_header_t hold_hdr; /* the request's header, slices cleared */
     /* A whole request frame whose handler said DEFER; runs again once woken. */
@@ -234,6 +235,9 @@ int ka_session_accept(ka_session_t *s, uv_stream_t *listener);
 void ka_session_close(ka_session_t *s, enum ka_log_level level, const char *why,
                       const char *detail);
 void ka_session_drain(ka_session_t *s);
+/* A held request started on the client leg: close the session if it is not
+ * whole within --held-request-timeout-ms. */
+void ka_session_watch_held(ka_session_t *s);
 
 /* ka_session_tls.c: the server's TLS sources (called by the listener) ... */
 int ka_server_tls_init(ka_server_t *srv, char *err, size_t errlen);

@@ -48,19 +48,63 @@ static void park(ka_leg_t *leg, ka_pbuf_t *pb, size_t off, size_t len)
     ka_leg_update_reading(leg);
 }
 
-/* Finds memory for the frame being held and moves its first bytes in. */
-static int hold_allocate(ka_leg_t *leg)
+/*
+ * Memory for a held frame is taken as its bytes arrive, never for its
+ * declared size up front: the buffer starts at what has arrived plus a read's
+ * worth and doubles (in place, ka_pool_grow) when the next bytes do not fit.
+ * So a frame that claims 60 MiB and stalls after a few bytes pins a few KiB.
+ */
+#define KA_HOLD_FIRST (16 * 1024)
+
+/* The pool class of the held frame: a client's request is a held request
+ * (small ones first); a broker's response is kadmit's own. */
+static int hold_class(const ka_leg_t *leg)
 {
-    ka_server_t *srv = leg->session->server;
-    ka_pbuf_t *hold = ka_pool_alloc(&srv->pool, leg->hold_total, leg->hold_total, 1, &leg->waiter);
+    if (!leg->is_client)
+        return 1;
+    return leg->hold_total <= KA_POOL_SMALL_HELD ? KA_POOL_HELD_SMALL : KA_POOL_HELD;
+}
+
+/* Makes room in the held frame's buffer for at least one more step of its
+ * bytes, allocating it (and moving the header bytes in) on first use. */
+static int hold_grow(ka_leg_t *leg)
+{
+    ka_pool_t *pool = &leg->session->server->pool;
+    size_t have = leg->hold ? leg->hold_len : leg->hold_prefix_len;
+    size_t cap = leg->hold ? (size_t)leg->hold->cap * 2 : KA_HOLD_FIRST;
+    size_t min = have + KA_POOL_READ_MIN;
+    if (min > leg->hold_total)
+        min = leg->hold_total;
+    if (cap < min)
+        cap = min;
+    if (cap > leg->hold_total)
+        cap = leg->hold_total;
+    if (leg->hold != NULL) {
+        ka_pbuf_t *grown = ka_pool_grow(pool, leg->hold, cap, min, &leg->waiter);
+        if (grown == NULL)
+            return KA_ENOMEM;
+        leg->hold = grown;
+        return 0;
+    }
+    ka_pbuf_t *hold = ka_pool_alloc(pool, cap, min, hold_class(leg), &leg->waiter);
     if (hold == NULL)
         return KA_ENOMEM;
     memcpy(hold->data, leg->hold_prefix->data + leg->hold_prefix_off, leg->hold_prefix_len);
     leg->hold = hold;
     leg->hold_len = leg->hold_prefix_len;
-    ka_pbuf_unref(&srv->pool, leg->hold_prefix);
+    ka_pbuf_unref(pool, leg->hold_prefix);
     leg->hold_prefix = NULL;
     return 0;
+}
+
+/* Waits for the memory hold_grow could not find (the growth it needs). */
+static void hold_wait(ka_leg_t *leg)
+{
+    size_t have = leg->hold ? leg->hold->cap : 0;
+    size_t min = (leg->hold ? leg->hold_len : leg->hold_prefix_len) + KA_POOL_READ_MIN;
+    if (min > leg->hold_total)
+        min = leg->hold_total;
+    ka_leg_wait_memory(leg, min > have ? min - have : 1, hold_class(leg));
 }
 
 void ka_relay_release(ka_leg_t *leg)
@@ -134,15 +178,20 @@ static void write_due_answers(ka_session_t *s)
     }
 }
 
-/* Copies a handler's verdict bytes into a pool buffer (local answers and
- * replacement frames draw on the reserved share). */
+/* Copies a handler's verdict bytes (a re-encoded request, a merged response,
+ * a local answer) into a pool buffer of the priority class. The handler's
+ * own copy is charged too while both exist, so the peak of a rewrite counts
+ * against --buffer-memory. */
 static ka_pbuf_t *verdict_bytes(ka_session_t *s, ka_hook_verdict_t *v)
 {
+    ka_pool_t *pool = &s->server->pool;
     ka_pbuf_t *pb = NULL;
-    if (v->len > 0 && v->len <= UINT32_MAX)
-        pb = ka_pool_alloc(&s->server->pool, v->len, v->len, 1, NULL);
-    if (pb != NULL)
-        memcpy(pb->data, v->bytes, v->len);
+    if (v->len > 0 && v->len <= UINT32_MAX && ka_pool_charge(pool, v->len) == 0) {
+        pb = ka_pool_alloc(pool, v->len, v->len, 1, NULL);
+        if (pb != NULL)
+            memcpy(pb->data, v->bytes, v->len);
+        ka_pool_uncharge(pool, v->len);
+    }
     if (v->free_bytes)
         v->free_bytes(v->bytes);
     return pb;
@@ -211,6 +260,26 @@ static int refuse_undecodable_version(ka_session_t *s, const ka_frame_header_t *
            KA_KS("api", ka_api_name(h->api_key)), KA_KI("version", h->api_version),
            KA_KS("detail", detail));
     ka_session_close(s, KA_LOG_INFO, "closed after a refused request", detail);
+    return 1;
+}
+
+/*
+ * A held request above --max-held-request is refused from its header alone,
+ * before any of its body is buffered. None of the held APIs can be answered
+ * without their body (their errors are per topic), so the connection is
+ * closed, as for a frame above --max-frame-bytes.
+ */
+static int refuse_oversize_hold(ka_session_t *s, const ka_frame_header_t *h)
+{
+    uint64_t total = 4 + (uint64_t)(uint32_t)h->size, cap = s->server->cfg->max_held_request;
+    if (total <= cap)
+        return 0;
+    s->server->metrics.held_oversize++;
+    ka_log(KA_LOG_WARN, "held request above --max-held-request, closing", KA_KI("session", s->id),
+           KA_KS("peer", s->peer), KA_KS("api", ka_api_name(h->api_key)),
+           KA_KI("version", h->api_version), KA_KI("correlation_id", h->correlation_id),
+           KA_KI("size", total), KA_KI("cap", cap));
+    s->events->close(s, KA_LOG_DEBUG, "held request too large", NULL);
     return 1;
 }
 
@@ -296,6 +365,11 @@ static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, s
     }
 
     /* HOLD: everything before this frame goes out now; the frame waits. */
+    if (src->is_client && refuse_oversize_hold(s, h)) {
+        if (ev->carried != NULL)
+            ka_pbuf_unref(&s->server->pool, ka_pbuf_of(ev->carried));
+        return STEP_CLOSED;
+    }
     s->server->metrics.frames_intercepted++;
     ka_output_add(dst, pb, *run, a);
     *run = b;
@@ -313,8 +387,12 @@ static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, s
         src->hold_prefix_off = (uint32_t)a;
         src->hold_prefix_len = (uint32_t)(b - a);
     }
-    if (hold_allocate(src) < 0) {
-        ka_leg_wait_memory(src, src->hold_total, 1);
+    if (src->is_client) {
+        src->hold_started_ms = uv_now(s->server->loop);
+        ka_session_watch_held(s);
+    }
+    if (hold_grow(src) < 0) {
+        hold_wait(src);
         return STEP_PARK;
     }
     return STEP_GO;
@@ -549,7 +627,21 @@ void ka_relay_process(ka_leg_t *src, ka_pbuf_t *pb, size_t off, size_t len)
     while (s->state != KA_SESSION_CLOSING) {
         if (!src->is_client)
             response_mode(src);
-        long n = ka_frame_feed(&src->splitter, pb->data + off, end - off, &ev);
+        size_t feed = end - off;
+        if (src->route == KA_ROUTE_HOLD && feed > 0) {
+            /* A held frame's body goes in only as far as its buffer has room. */
+            if (src->hold->cap == src->hold_len && src->hold_len < src->hold_total &&
+                hold_grow(src) < 0) {
+                ka_output_add(dst, pb, run, off);
+                run = off;
+                hold_wait(src);
+                st = STEP_PARK;
+                break;
+            }
+            if (feed > src->hold->cap - src->hold_len)
+                feed = src->hold->cap - src->hold_len;
+        }
+        long n = ka_frame_feed(&src->splitter, pb->data + off, feed, &ev);
         if (n < 0) {
             frame_error(src);
             break;
@@ -562,6 +654,8 @@ void ka_relay_process(ka_leg_t *src, ka_pbuf_t *pb, size_t off, size_t len)
                 run = b;
             } else {
                 route_bytes(src, pb, &run, a, b);
+                if (off < end)
+                    continue; /* the held frame's buffer was full: grow it */
             }
             break;
         }
@@ -636,8 +730,8 @@ int ka_relay_resume(ka_leg_t *leg)
     if (leg->deferred != NULL && resume_deferred(leg))
         return 1;
     if (leg->hold_prefix != NULL && leg->hold == NULL) {
-        if (hold_allocate(leg) < 0) {
-            ka_leg_wait_memory(leg, leg->hold_total, 1);
+        if (hold_grow(leg) < 0) {
+            hold_wait(leg);
             return 1;
         }
     }

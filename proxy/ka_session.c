@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ka_api_table.h"
 #include "ka_proxy_internal.h"
 
 #define LEG_OF(handle) ((ka_leg_t *)(handle)->data)
@@ -162,10 +163,22 @@ void ka_session_close(ka_session_t *s, enum ka_log_level level, const char *why,
     close_handle(s, (uv_handle_t *)&s->timer);
 }
 
+/* Milliseconds until the client's held request times out, or UINT64_MAX
+ * when none is arriving (a whole frame waiting for its handler is not). */
+static uint64_t held_left_ms(ka_session_t *s, uint64_t now)
+{
+    const ka_leg_t *c = &s->client;
+    if (c->route != KA_ROUTE_HOLD)
+        return UINT64_MAX;
+    uint64_t due = c->hold_started_ms + s->server->cfg->held_request_timeout_ms;
+    return due > now ? due - now : 0;
+}
+
 static void timer_cb(uv_timer_t *timer)
 {
     ka_session_t *s = timer->data;
     ka_server_t *srv = s->server;
+    uint64_t now = uv_now(srv->loop), next = UINT64_MAX;
 
     if (s->state == KA_SESSION_CONNECTING) {
         srv->metrics.upstream_connect_failures++;
@@ -174,28 +187,59 @@ static void timer_cb(uv_timer_t *timer)
         ka_session_close(s, KA_LOG_DEBUG, "closing client", NULL);
         return;
     }
-    uint64_t idle_ms = (uint64_t)srv->cfg->idle_timeout_s * 1000;
-    uint64_t quiet = uv_now(srv->loop) - s->last_activity_ms;
-    /* A request the broker is still working on is not idleness, unless the
-     * client went silent in the middle of sending one (a half-open peer). */
-    ka_leg_t *c = &s->client;
-    int stalled =
-        c->reading && c->splitter.mode != KA_FRAME_OPAQUE && !ka_frame_at_boundary(&c->splitter);
-    if (ka_inflight_count(&s->inflight) > 0 && !stalled)
-        quiet = 0;
-    if (quiet >= idle_ms) {
-        srv->metrics.idle_timeouts++;
-        if (stalled) {
-            srv->metrics.frames_stalled++;
-            ka_log(KA_LOG_WARN, "client silent in the middle of a frame, closing",
-                   KA_KI("session", s->id), KA_KS("peer", s->peer),
-                   KA_KI("idle_timeout_s", srv->cfg->idle_timeout_s));
-        }
-        ka_session_close(s, KA_LOG_INFO, "idle timeout, closing", NULL);
+    /* A held request pins pool memory; one that stops arriving gives it
+     * back after --held-request-timeout-ms, however the idle timeout is set. */
+    uint64_t held = held_left_ms(s, now);
+    if (held == 0) {
+        const ka_leg_t *c = &s->client;
+        srv->metrics.held_timeouts++;
+        ka_log(KA_LOG_WARN, "held request did not arrive in time, closing", KA_KI("session", s->id),
+               KA_KS("peer", s->peer), KA_KS("api", ka_api_name(c->hold_hdr.api_key)),
+               KA_KI("correlation_id", c->hold_hdr.correlation_id),
+               KA_KI("received", c->hold ? c->hold_len : c->hold_prefix_len),
+               KA_KI("size", c->hold_total),
+               KA_KI("timeout_ms", srv->cfg->held_request_timeout_ms));
+        ka_session_close(s, KA_LOG_INFO, "held request timed out, closing", NULL);
         return;
     }
+    if (srv->cfg->idle_timeout_s > 0) {
+        uint64_t idle_ms = (uint64_t)srv->cfg->idle_timeout_s * 1000;
+        uint64_t quiet = now - s->last_activity_ms;
+        /* A request the broker is still working on is not idleness, unless
+         * the client went silent in the middle of sending one (a half-open
+         * peer). */
+        ka_leg_t *c = &s->client;
+        int stalled = c->reading && c->splitter.mode != KA_FRAME_OPAQUE &&
+                      !ka_frame_at_boundary(&c->splitter);
+        if (ka_inflight_count(&s->inflight) > 0 && !stalled)
+            quiet = 0;
+        if (quiet >= idle_ms) {
+            srv->metrics.idle_timeouts++;
+            if (stalled) {
+                srv->metrics.frames_stalled++;
+                ka_log(KA_LOG_WARN, "client silent in the middle of a frame, closing",
+                       KA_KI("session", s->id), KA_KS("peer", s->peer),
+                       KA_KI("idle_timeout_s", srv->cfg->idle_timeout_s));
+            }
+            ka_session_close(s, KA_LOG_INFO, "idle timeout, closing", NULL);
+            return;
+        }
+        next = idle_ms - quiet;
+    }
     /* Reads only stamp last_activity_ms; the timer re-arms for the rest. */
-    uv_timer_start(timer, timer_cb, idle_ms - quiet, 0);
+    if (held < next)
+        next = held;
+    if (next != UINT64_MAX)
+        uv_timer_start(timer, timer_cb, next, 0);
+}
+
+void ka_session_watch_held(ka_session_t *s)
+{
+    uint64_t t = s->server->cfg->held_request_timeout_ms;
+    if (s->state != KA_SESSION_RELAYING)
+        return;
+    if (!uv_is_active((uv_handle_t *)&s->timer) || uv_timer_get_due_in(&s->timer) > t)
+        uv_timer_start(&s->timer, timer_cb, t, 0);
 }
 
 static void connect_cb(uv_connect_t *req, int status)

@@ -16,6 +16,9 @@ if(TARGET ka_proxy)
   ka_unit_test(test_proxy_relay_defer
     SOURCES ${KA_PROXY_TEST_DIR}/test_relay_defer.c ${KA_PROXY_TEST_DIR}/socket_fixtures.c LIBS ka_proxy Threads::Threads)
   set_tests_properties(test_proxy_relay_defer PROPERTIES TIMEOUT 20)
+  ka_unit_test(test_proxy_relay_held
+    SOURCES ${KA_PROXY_TEST_DIR}/test_relay_held.c ${KA_PROXY_TEST_DIR}/socket_fixtures.c LIBS ka_proxy Threads::Threads)
+  set_tests_properties(test_proxy_relay_held PROPERTIES TIMEOUT 20)
 endif()
 find_program(KA_PYTHON3 python3)
 if(TARGET kadmit AND KA_PYTHON3)

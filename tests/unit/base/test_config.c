@@ -356,6 +356,37 @@ static void test_tls_and_sasl_flags(void **state)
     unsetenv("KADMIT_METADATA_SASL_PASSWORD");
 }
 
+static void test_held_request_cap_must_fit_the_pool_with_a_policy(void **state)
+{
+    (void)state;
+    ka_config_t cfg;
+    const char *plain[] = {"kadmit", "--upstream", "h:1"};
+    assert_int_equal(parse(&cfg, 3, plain), KA_CONFIG_RUN);
+    assert_int_equal(cfg.max_held_request, 4u << 20);
+    assert_int_equal(cfg.held_request_timeout_ms, 30000);
+    const char *set[] = {"kadmit", "--upstream",
+                         "h:1",    "--max-held-request",
+                         "2MiB",   "--held-request-timeout-ms=1500"};
+    assert_int_equal(parse(&cfg, 6, set), KA_CONFIG_RUN);
+    assert_int_equal(cfg.max_held_request, 2u << 20);
+    assert_int_equal(cfg.held_request_timeout_ms, 1500);
+    /* Without a policy nothing is held, so a small pool is fine. */
+    const char *small[] = {"kadmit", "--upstream", "h:1", "--buffer-memory", "4MiB"};
+    assert_int_equal(parse(&cfg, 5, small), KA_CONFIG_RUN);
+    /* With one, the default 4 MiB cap cannot fit half of a 4 MiB pool. */
+    const char *tight[] = {"kadmit", "--upstream", "h:1",   "--buffer-memory",
+                           "4MiB",   "--policy",   "p.json"};
+    assert_true(parse(&cfg, 7, tight) < 0);
+    assert_non_null(strstr(err, "--max-held-request"));
+    assert_non_null(strstr(err, "--buffer-memory"));
+    const char *fits[] = {"kadmit",          "--upstream", "h:1",
+                          "--buffer-memory", "4MiB",       "--max-held-request",
+                          "768KiB",          "--policy",   "p.json"};
+    assert_int_equal(parse(&cfg, 9, fits), KA_CONFIG_RUN);
+    const char *zero[] = {"kadmit", "--upstream", "h:1", "--held-request-timeout-ms", "0"};
+    assert_true(parse(&cfg, 5, zero) < 0);
+}
+
 static void test_ledger_is_on_with_a_policy_unless_turned_off(void **state)
 {
     (void)state;
@@ -413,6 +444,7 @@ int main(void)
         cmocka_unit_test_setup(test_admin_token, clear_env),
         cmocka_unit_test_setup(test_help_and_version, clear_env),
         cmocka_unit_test_setup(test_tls_and_sasl_flags, clear_env),
+        cmocka_unit_test_setup(test_held_request_cap_must_fit_the_pool_with_a_policy, clear_env),
         cmocka_unit_test_setup(test_ledger_is_on_with_a_policy_unless_turned_off, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,9 @@
 /* socket_fixtures.c: see socket_fixtures.h. */
 #include "socket_fixtures.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 int fx_read_exact(int fd, uint8_t *p, size_t n)
@@ -37,4 +40,32 @@ void fx_put32(uint8_t *p, uint32_t v)
 uint32_t fx_get32(const uint8_t *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+int fx_listen_loopback(uint16_t *port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t salen = sizeof(sa);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 8) < 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &salen) < 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    *port = ntohs(sa.sin_port);
+    return fd;
+}
+
+int fx_dial_loopback(int port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
