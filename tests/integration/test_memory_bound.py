@@ -211,8 +211,8 @@ def _run_load(d: Path, k: Kadmit, seconds: float, label: str, stalled_n: int = S
               f"records {final['records']} ({final['bytes'] / MiB:.0f} MiB, "
               f"{final['bytes'] / MiB / secs:.0f} MiB/s), records per 5 s {windows}, "
               f"depleted time {metrics.get('kadmit_memory_pool_depleted_time_seconds_total')} s, "
-              f"reads paused for memory {metrics.get('kadmit_pool_waits')}, "
-              f"for slow writes {metrics.get('kadmit_backpressure_pauses')}, "
+              f"reads paused for memory {metrics.get('kadmit_read_pauses_total{cause="pool"}')}, "
+              f"for slow writes {metrics.get('kadmit_read_pauses_total{cause="backpressure"}')}, "
               f"{stalled_n} clients not reading their fetches")
     sys.stderr.write(f"\nmemory bound: {report}\n")
     with open(d / "report.txt", "a") as f:
@@ -310,7 +310,7 @@ def test_with_a_policy_held_frames_and_arenas_stay_under_the_pool_bound(mb):
         report += f"; validate-only CreateTopics answered {validated}"
         sys.stderr.write(f"\nmemory bound: {report}\n")
         assert "error" not in validated and validated["answered"] > 0, report
-        assert metrics["kadmit_frames_intercepted"] >= HELD + validated["answered"], report
+        assert metrics["kadmit_frames_intercepted_total"] >= HELD + validated["answered"], report
         assert kp.alive() and not kp.sanitizer_reports()
     finally:
         kp.stop()

@@ -50,6 +50,7 @@ RECORDS = int(os.environ.get("STALL_RECORDS", "20000"))
 
 OVERSIZE = 'kadmit_held_requests_closed_total{reason="oversize"}'
 TIMEOUTS = 'kadmit_held_requests_closed_total{reason="timeout"}'
+POOL_WAITS = 'kadmit_read_pauses_total{cause="pool"}'
 
 
 def create_topics_frame(correlation_id: int, topic: str, partitions: int) -> bytes:
@@ -197,7 +198,7 @@ def test_stalled_held_frames_starve_nobody_and_time_out(st):
               f"{after.get(TIMEOUTS, 0) - before.get(TIMEOUTS, 0)}, "
               f"held_oversize "
               f"{after.get(OVERSIZE, 0) - before.get(OVERSIZE, 0)}, "
-              f"pool waits {after.get('kadmit_pool_waits', 0) - before.get('kadmit_pool_waits', 0)}")
+              f"pool waits {after.get(POOL_WAITS, 0) - before.get(POOL_WAITS, 0)}")
     sys.stderr.write(f"\nstall: {report}\n")
     for x in small:
         x[0].close()
