@@ -64,6 +64,9 @@ HELD = int(os.environ.get("MB_HELD", "12"))
 STALLED_POLICY = int(os.environ.get("MB_STALLED_POLICY", "36"))
 
 
+POOL_PAUSES = 'kadmit_read_pauses_total{cause="pool"}'
+SLOW_PAUSES = 'kadmit_read_pauses_total{cause="backpressure"}'
+
 def _stall(port: int, n: int) -> list[socket.socket]:
     socks = []
     for i in range(n):
@@ -211,8 +214,8 @@ def _run_load(d: Path, k: Kadmit, seconds: float, label: str, stalled_n: int = S
               f"records {final['records']} ({final['bytes'] / MiB:.0f} MiB, "
               f"{final['bytes'] / MiB / secs:.0f} MiB/s), records per 5 s {windows}, "
               f"depleted time {metrics.get('kadmit_memory_pool_depleted_time_seconds_total')} s, "
-              f"reads paused for memory {metrics.get('kadmit_read_pauses_total{cause="pool"}')}, "
-              f"for slow writes {metrics.get('kadmit_read_pauses_total{cause="backpressure"}')}, "
+              f"reads paused for memory {metrics.get(POOL_PAUSES)}, "
+              f"for slow writes {metrics.get(SLOW_PAUSES)}, "
               f"{stalled_n} clients not reading their fetches")
     sys.stderr.write(f"\nmemory bound: {report}\n")
     with open(d / "report.txt", "a") as f:
