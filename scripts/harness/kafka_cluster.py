@@ -5,7 +5,7 @@ The harness that scripts/run.sh, the benchmarks (bench/) and the integration tes
 tests' conftest.py puts this directory on sys.path). Pure Python, standard library only. From
 the command line:
 
-    python3 scripts/harness/kafka_cluster.py start  --brokers 3 --dir DIR [--sidecars]
+    python3 scripts/harness/kafka_cluster.py start  --brokers 3 --dir DIR [--sidecars] [--kafka-version V]
     python3 scripts/harness/kafka_cluster.py status --dir DIR
     python3 scripts/harness/kafka_cluster.py stop   --dir DIR
 
@@ -58,17 +58,39 @@ def port_base() -> int:
     return int(os.environ.get("KADMIT_TEST_PORT_BASE", "0"))
 
 
-def kafka_home() -> Path:
-    if os.environ.get("KAFKA_HOME"):
+def kafka_home(version: str | None = None) -> Path:
+    """Where tests/kafka/fetch.sh puts a Kafka version (default: $KAFKA_HOME, else the pin)."""
+    if version is None and os.environ.get("KAFKA_HOME"):
         return Path(os.environ["KAFKA_HOME"])
-    out = subprocess.run([str(FETCH.parent / "kafka-home")], check=True, stdout=subprocess.PIPE, text=True)
+    out = subprocess.run([str(FETCH.parent / "kafka-home"), *([version] if version else [])],
+                         check=True, stdout=subprocess.PIPE, text=True)
     return Path(out.stdout.strip())
 
 
-def ensure_kafka() -> Path:
-    """Run tests/kafka/fetch.sh (idempotent; quick when the jars are cached)."""
-    out = subprocess.run(["bash", str(FETCH)], check=True, stdout=subprocess.PIPE, text=True)
+def ensure_kafka(version: str | None = None) -> Path:
+    """Run tests/kafka/fetch.sh for a version (default the pin; idempotent, quick when the
+    jars are cached) and return that version's Kafka home."""
+    out = subprocess.run(["bash", str(FETCH), *([version] if version else [])], check=True,
+                         stdout=subprocess.PIPE, text=True)
     return Path(out.stdout.strip().splitlines()[-1])
+
+
+def pinned_version() -> str:
+    """The Kafka version pinned in tests/kafka/pom.xml."""
+    import re
+    m = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", (FETCH.parent / "pom.xml").read_text())
+    if not m:
+        raise RuntimeError("no <kafka.version> in tests/kafka/pom.xml")
+    return m.group(1)
+
+
+def home_version(home: Path) -> str | None:
+    """The Kafka version of a fetched home, read from its kafka_2.13 jar's name."""
+    for jar in (Path(home) / "libs").glob("kafka_2.13-*.jar"):
+        v = jar.name[len("kafka_2.13-"):-len(".jar")]
+        if v and v[0].isdigit() and "-" not in v:
+            return v
+    return None
 
 
 def kadmit_bin() -> Path:
@@ -238,7 +260,11 @@ class Node:
 
 class KafkaCluster:
     def __init__(self, directory: Path | str, brokers: int = 3, port_base_: int | None = None,
-                 heap: str = "-Xms256m -Xmx768m"):
+                 heap: str = "-Xms256m -Xmx768m", version: str | None = None,
+                 home: Path | str | None = None):
+        """version: a Kafka version fetched by tests/kafka/fetch.sh (fetched here when missing);
+        home: a Kafka home to use as it is. Neither: $KAFKA_HOME, else the pin (as before).
+        Every Kafka process of this cluster runs from that home (KAFKA_HOME in its env)."""
         if brokers not in (1, 3):
             raise ValueError("brokers must be 1 or 3")
         self.dir = Path(directory).resolve()
@@ -246,7 +272,15 @@ class KafkaCluster:
         self.port_base = port_base() if port_base_ is None else port_base_
         self.heap = heap
         self.nodes = [Node(self, i) for i in range(1, brokers + 1)]
-        self.home = kafka_home()
+        if home is not None:
+            self.home = Path(home)
+        elif version is not None:
+            self.home = kafka_home(version)
+            if not (self.home / "libs").is_dir() or home_version(self.home) != version:
+                self.home = ensure_kafka(version)
+        else:
+            self.home = kafka_home()
+        self.version = version or home_version(self.home)
         self.format_args: list[str] = []  # extra kafka-storage format arguments (subclasses)
 
     # -- addresses
@@ -317,17 +351,21 @@ class KafkaCluster:
             with open(n.dir / "format.log", "wb") as log:
                 subprocess.run([tool("kafka-storage"), "format", "--ignore-formatted",
                                 "-t", cluster_id, "-c", str(n.config), *self.format_args],
-                               stdout=log, stderr=subprocess.STDOUT, check=True)
+                               stdout=log, stderr=subprocess.STDOUT, check=True, env=self.env())
 
         with ThreadPoolExecutor(self.n) as ex:
             list(ex.map(fmt, self.nodes))
         (self.dir / "cluster.json").write_text(json.dumps(
-            {"brokers": self.n, "port_base": self.port_base}))
+            {"brokers": self.n, "port_base": self.port_base, "home": str(self.home)}))
+
+    def env(self, **extra: str) -> dict:
+        """The environment of this cluster's Kafka processes and tools: its own Kafka home."""
+        return dict(os.environ, KAFKA_HOME=str(self.home), **extra)
 
     # -- lifecycle
     def start_node(self, node_id: int) -> None:
         n = self.node(node_id)
-        env = dict(os.environ, KAFKA_HEAP_OPTS=self.heap)
+        env = self.env(KAFKA_HEAP_OPTS=self.heap)
         env.pop("KAFKA_JVM_OPTS", None)
         env.pop("KAFKA_LOG4J_OPTS", None)
         n.proc.spawn([tool("kafka-server-start"), str(n.config)], env=env)
@@ -535,7 +573,7 @@ def _load(directory: str, brokers: int | None) -> KafkaCluster:
     meta = d / "cluster.json"
     saved = json.loads(meta.read_text()) if meta.exists() else {}
     n = brokers or saved.get("brokers", 3)
-    return KafkaCluster(d, n, saved.get("port_base"))
+    return KafkaCluster(d, n, saved.get("port_base"), home=saved.get("home"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -545,11 +583,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", required=True, help="cluster state directory")
     ap.add_argument("--sidecars", action="store_true",
                     help="also start a kadmit sidecar per broker ($KADMIT_BIN)")
+    ap.add_argument("--kafka-version", default=None,
+                    help="Kafka version (fetched by tests/kafka/fetch.sh; default the pin)")
     args = ap.parse_args(argv)
 
     if args.command == "start":
-        ensure_kafka()
+        home = ensure_kafka(args.kafka_version)
         c = _load(args.dir, args.brokers)
+        if args.kafka_version and not (c.dir / "cluster.json").exists():
+            c = KafkaCluster(c.dir, c.n, c.port_base, home=home)
         if (c.dir / "cluster.json").exists() and c.port_base != port_base():
             print(f"note: reusing port base {c.port_base} recorded in {c.dir}", file=sys.stderr)
         t0 = time.monotonic()
