@@ -634,7 +634,8 @@ class Sidecar:
                          f"--listen\0{self.listen}")
         self.log_offset = 0
 
-    def start(self, timeout: float = 15.0, log_level: str = "info") -> None:
+    def start(self, timeout: float = 15.0, log_level: str = "info", args: tuple = ()) -> None:
+        """args: more kadmit flags (e.g. ("--policy", path))."""
         if not self.binary.exists():
             raise FileNotFoundError(f"kadmit binary not found: {self.binary} "
                                     "(build it, or set KADMIT_BIN)")
@@ -642,7 +643,7 @@ class Sidecar:
         env.setdefault("ASAN_OPTIONS", "abort_on_error=0:halt_on_error=1:detect_leaks=1")
         env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
         self.proc.spawn([str(self.binary), "--listen", self.listen, "--upstream", self.upstream,
-                         "--admin", self.admin, "--log-level", log_level], env=env)
+                         "--admin", self.admin, "--log-level", log_level, *args], env=env)
         deadline = time.monotonic() + timeout
         while not port_open(self.node.sidecar_port):
             if not self.proc.alive():
@@ -682,11 +683,11 @@ class Sidecars:
     def __getitem__(self, node_id: int) -> Sidecar:
         return self.items[node_id - 1]
 
-    def start(self) -> None:
+    def start(self, args: tuple = ()) -> None:
         for s in self.items:
             if port_open(s.node.sidecar_port):
                 raise RuntimeError(f"port {s.node.sidecar_port} is already in use")
-            s.start()
+            s.start(args=args)
 
     def stop(self) -> None:
         for s in self.items:

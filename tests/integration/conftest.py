@@ -38,6 +38,8 @@ DISRUPTIVE_ORDER = ("test_broker_restart", "test_kadmit_restart")
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "disruptive: restarts brokers or sidecars; runs last")
+    config.addinivalue_line("markers", "matrix: the broker and client matrix (other Kafka versions "
+                            "and clients); scripts/test.sh runs it in its own stage")
 
 
 def pytest_collection_modifyitems(session, config, items):
