@@ -56,16 +56,19 @@ prefetch_matrix() { # in the background: the matrix's Kafka versions and Java cl
     ( tests/kafka/fetch.sh --matrix &&
       for v in "${java_clients[@]}"; do tests/clients/java/fetch.sh "$v"; done
       echo "prefetch exit $?" ) >"$prefetch_log" 2>&1 &
+    echo $! >"$cache/matrix-prefetch.pid"
     echo "fetching the matrix's Kafka versions in the background (log: $prefetch_log)"
 }
 
-wait_prefetch() { # the background fetch, else fetch here
-    local t0=$SECONDS
-    while [[ -f "$prefetch_log" ]] && ! grep -q '^prefetch exit' "$prefetch_log"; do
+wait_prefetch() { # the background fetch of this run, if one runs; then fetch what is missing
+    local t0=$SECONDS pid=""
+    [[ -f "$cache/matrix-prefetch.pid" ]] && pid="$(cat "$cache/matrix-prefetch.pid")"
+    while [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; do
         sleep 2
     done
+    rm -f "$cache/matrix-prefetch.pid"
     echo "waited $((SECONDS - t0))s for the background fetch"
-    [[ -f "$prefetch_log" ]] && cat "$prefetch_log"
+    if [[ -f "$prefetch_log" ]]; then cat "$prefetch_log"; fi
     tests/kafka/fetch.sh --matrix >/dev/null
     for v in "${java_clients[@]}"; do tests/clients/java/fetch.sh "$v" >/dev/null; done
 }
