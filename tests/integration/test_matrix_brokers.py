@@ -89,8 +89,9 @@ def wait_view(sc: Sidecars, timeout: float = 30.0) -> None:
         time.sleep(0.1)
 
 
-def kcat_produce(bootstrap: str, topic: str, values: list[str]) -> "clients.subprocess.CompletedProcess":
-    return clients.run(["kcat", "-P", "-b", bootstrap, "-t", topic, "-X", "message.timeout.ms=8000",
+def kcat_produce(bootstrap: str, topic: str, values: list[str],
+                 timeout_ms: int = 8000) -> "clients.subprocess.CompletedProcess":
+    return clients.run(["kcat", "-P", "-b", bootstrap, "-t", topic, "-X", f"message.timeout.ms={timeout_ms}",
                         "-X", "topic.metadata.refresh.interval.ms=1000"],
                        input_="".join(v + "\n" for v in values).encode(), check=False, timeout=60)
 
@@ -152,7 +153,7 @@ def test_broker_version_forwards_admits_rejects_and_judges_auto_create(broker):
     assert clients.rdk_create_topics(bootstrap, [(filler, 2, 1)])[filler] == (0, None)
     c.wait_topic_healthy(filler)
     denied = f"auto-no-{tag}"
-    kcat_produce(bootstrap, denied, ["nope"])
+    kcat_produce(bootstrap, denied, ["nope"], timeout_ms=3000)  # it can only time out
     assert not topic_exists(c, denied)
     logs = sc[1].log.read_text(errors="replace")
     assert "auto-creation denied" in logs, logs[-3000:]
