@@ -5,12 +5,17 @@
 #   scripts/test.sh STAGE...     only these stages (names as in the summary)
 #
 # Stages: deps, kafka, build, unit, build-asan, unit-asan, format, lint-deploy, protocol-gen,
-# integration-asan, integration, fuzz. A failing stage does not stop the later ones
+# integration-asan, integration, matrix, demo, fuzz. A failing stage does not stop the later ones
 # (stages that need a missing build fail quickly); the summary lists each with its time and
 # the last line is "N passed, N failed". Exit status is non-zero when any stage failed.
 #
-# The integration suite runs twice: against the ASan+UBSan binary (memory and UB errors
-# in the sidecars fail the tests) and against the release binary (the one that ships).
+# The integration suite runs whole against the ASan+UBSan binary (memory and UB errors in the
+# sidecars fail the tests). The release binary (the one that ships) runs what only it can show
+# (tests marked `release`, see tests/integration/conftest.py), the broker and client matrix
+# (marked `matrix`: Kafka 3.6 to 4.4, ZooKeeper, separate controllers, racks, live clients) and
+# the demo (scripts/run.sh). The kafka stage fetches the pin and starts fetching the matrix's
+# Kafka versions and Java clients in the background (into ~/.cache/kadmit, kept between stages
+# and runs); the matrix stage waits for it.
 # Environment: KADMIT_FUZZ_SECONDS (fuzz time per target, default 5),
 # KADMIT_TEST_PORT_BASE (port offset for the test cluster), PYTEST_ADDOPTS.
 set -euo pipefail
@@ -19,7 +24,10 @@ cd "$root"
 export PYTHONDONTWRITEBYTECODE=1
 
 all_stages=(deps kafka build unit build-asan unit-asan format lint-deploy protocol-gen
-            integration-asan integration fuzz)
+            integration-asan integration matrix demo fuzz)
+cache="${KADMIT_CACHE:-$HOME/.cache/kadmit}"
+prefetch_log="$cache/matrix-prefetch.log"
+java_clients=(2.8.2 3.9.2 4.4.0) # tests/integration/test_matrix_clients.py JAVA_VERSIONS
 if [[ $# -gt 0 ]]; then stages=("$@"); else stages=("${all_stages[@]}"); fi
 
 find_kadmit() { # build dir -> path of the kadmit executable (empty when not built)
@@ -29,16 +37,40 @@ find_kadmit() { # build dir -> path of the kadmit executable (empty when not bui
     done
 }
 
-integration() { # build dir
-    local bin
+integration() { # build dir, pytest marker expression
+    local bin rc=0
     bin="$(find_kadmit "$1")"
     if [[ -z "$bin" ]]; then
         echo "no kadmit binary in $1 (did the build stage fail?)"
         return 1
     fi
-    echo "KADMIT_BIN=$bin"
-    KADMIT_BIN="$bin" python3 -m pytest -p no:cacheprovider -ra --durations=10 \
-        tests/integration
+    echo "KADMIT_BIN=$bin  -m '$2'"
+    KADMIT_BIN="$bin" python3 -m pytest -p no:cacheprovider -ra --durations=10 -m "$2" \
+        tests/integration || rc=$?
+    [[ $rc -ne 5 ]] || { echo "no test selected by -m '$2'"; return 1; }
+    return $rc
+}
+
+prefetch_matrix() { # in the background: the matrix's Kafka versions and Java clients
+    mkdir -p "$cache"
+    ( tests/kafka/fetch.sh --matrix &&
+      for v in "${java_clients[@]}"; do tests/clients/java/fetch.sh "$v"; done
+      echo "prefetch exit $?" ) >"$prefetch_log" 2>&1 &
+    echo $! >"$cache/matrix-prefetch.pid"
+    echo "fetching the matrix's Kafka versions in the background (log: $prefetch_log)"
+}
+
+wait_prefetch() { # the background fetch of this run, if one runs; then fetch what is missing
+    local t0=$SECONDS pid=""
+    [[ -f "$cache/matrix-prefetch.pid" ]] && pid="$(cat "$cache/matrix-prefetch.pid")"
+    while [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; do
+        sleep 2
+    done
+    rm -f "$cache/matrix-prefetch.pid"
+    echo "waited $((SECONDS - t0))s for the background fetch"
+    if [[ -f "$prefetch_log" ]]; then cat "$prefetch_log"; fi
+    tests/kafka/fetch.sh --matrix >/dev/null
+    for v in "${java_clients[@]}"; do tests/clients/java/fetch.sh "$v" >/dev/null; done
 }
 
 run_stage() {
@@ -46,7 +78,7 @@ run_stage() {
     deps) scripts/deps.sh ;;
     kafka) # the pinned Kafka for the integration tests, and the pinned kafka-clients jar whose
            # specs the generated codecs come from (ctest checks them in the unit stages)
-        tests/kafka/fetch.sh && sh protocol/gen/fetch-specs.sh ;;
+        tests/kafka/fetch.sh && sh protocol/gen/fetch-specs.sh && prefetch_matrix ;;
     build)
         cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
         cmake --build build ;;
@@ -60,8 +92,16 @@ run_stage() {
     protocol-gen)
         if [[ -f protocol/gen/check.sh ]]; then sh protocol/gen/fetch-specs.sh >/dev/null && sh protocol/gen/check.sh
         else echo "no protocol/gen/check.sh: the generated code cannot be checked"; return 1; fi ;;
-    integration-asan) integration build-asan ;;
-    integration) integration build ;;
+    integration-asan) integration build-asan "not matrix" ;;
+    integration) integration build "release and not matrix" ;;
+    matrix) wait_prefetch && integration build "matrix" ;;
+    demo) # the README's first command, on the release binary: start, show, stop
+        local bin rc=0
+        bin="$(find_kadmit build)"
+        [[ -n "$bin" ]] || { echo "no kadmit binary in build"; return 1; }
+        KADMIT_BIN="$root/$bin" scripts/run.sh || rc=$?
+        scripts/run.sh stop
+        return $rc ;;
     fuzz) scripts/fuzz-smoke.sh ;;
     *) echo "unknown stage: $1 (stages: ${all_stages[*]})"; return 2 ;;
     esac

@@ -34,10 +34,18 @@ from kafka_cluster import KafkaCluster, Sidecars, ensure_kafka, kadmit_bin  # no
 _STATE: dict = {"cluster": None, "sidecars": None, "failed": False}
 
 DISRUPTIVE_ORDER = ("test_broker_restart", "test_kadmit_restart")
+# What CI runs on the release binary besides the matrix (the whole suite runs under ASan):
+# what only the shipped binary can show (memory bound, the container's runtime) and a plain
+# round trip. scripts/test.sh selects them with -m release.
+RELEASE_MODULES = ("test_memory_bound", "test_container_runtime", "test_produce_consume_roundtrip")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "disruptive: restarts brokers or sidecars; runs last")
+    config.addinivalue_line("markers", "matrix: the broker and client matrix (other Kafka versions "
+                            "and clients); scripts/test.sh runs it in its own stage")
+    config.addinivalue_line("markers", "release: also run against the release binary in CI "
+                            "(RELEASE_MODULES, or marked in the module)")
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -46,6 +54,9 @@ def pytest_collection_modifyitems(session, config, items):
         mod = item.module.__name__.rsplit(".", 1)[-1]
         return DISRUPTIVE_ORDER.index(mod) + 1 if mod in DISRUPTIVE_ORDER else 0
     items.sort(key=rank)
+    for item in items:
+        if item.module.__name__.rsplit(".", 1)[-1] in RELEASE_MODULES:
+            item.add_marker(pytest.mark.release)
 
 
 @pytest.hookimpl(hookwrapper=True)
