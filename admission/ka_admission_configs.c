@@ -684,9 +684,11 @@ static int collect_changes(const ka_cfg_pending_t *p, const bool *accepted,
     return 0;
 }
 
-int ka_cfg_alter_response(const ka_cfg_pending_t *p, const uint8_t *frame, size_t len,
-                          size_t max_frame, uint8_t **out, size_t *out_len,
-                          ka_cfg_change_t **changes, size_t *nchanges)
+/* The merge of both entry points; store_failure non-NULL: the changes could
+ * not be stored, and the resources that carried them say so. */
+static int alter_response(const ka_cfg_pending_t *p, const uint8_t *frame, size_t len,
+                          size_t max_frame, const char *store_failure, uint8_t **out,
+                          size_t *out_len, ka_cfg_change_t **changes, size_t *nchanges)
 {
     const alter_api_t *api = alter_api_find(p->api_key);
     struct ka_response_header rh;
@@ -710,7 +712,8 @@ int ka_cfg_alter_response(const ka_cfg_pending_t *p, const uint8_t *frame, size_
     used = scratch(&arena, nb, sizeof(*used));
     accepted = scratch(&arena, p->count, sizeof(*accepted));
     merged = scratch(&arena, p->count + nb, sizeof(*merged));
-    if (used == NULL || accepted == NULL || merged == NULL) {
+    size_t *at = scratch(&arena, p->count, sizeof(*at));
+    if (used == NULL || accepted == NULL || merged == NULL || at == NULL) {
         rc = KA_ENOMEM;
         goto done;
     }
@@ -728,6 +731,7 @@ int ka_cfg_alter_response(const ka_cfg_pending_t *p, const uint8_t *frame, size_
         } else if (j >= 0) {
             used[j] = true;
             accepted[i] = res->ours && br[j].error_code == 0;
+            at[i] = m;
             merged[m++] = br[j];
         }
     }
@@ -735,7 +739,16 @@ int ka_cfg_alter_response(const ka_cfg_pending_t *p, const uint8_t *frame, size_
         if (!used[j])
             merged[m++] = br[j];
     rc = collect_changes(p, accepted, changes, nchanges);
-    if (rc == 0 && p->local_count > 0 && (rc = api->results_write(resp, merged, m, &arena)) == 0)
+    bool failed = rc == 0 && store_failure != NULL && *nchanges > 0;
+    for (size_t i = 0; failed && i < p->count; i++) {
+        if (accepted[i] && p->res[i].nchanges > 0) {
+            merged[at[i]].error_code = KA_KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+            merged[at[i]].error_message =
+                (ka_slice_t){(const uint8_t *)store_failure, (int32_t)strlen(store_failure)};
+        }
+    }
+    if (rc == 0 && (p->local_count > 0 || failed) &&
+        (rc = api->results_write(resp, merged, m, &arena)) == 0)
         rc = ka_adm_encode_response(p->api_key, p->api_version, rh.correlation_id, rh.tagged_fields,
                                     resp, max_frame, out, out_len);
 done:
@@ -745,5 +758,24 @@ done:
         *changes = NULL;
         *nchanges = 0;
     }
+    return rc;
+}
+
+int ka_cfg_alter_response(const ka_cfg_pending_t *p, const uint8_t *frame, size_t len,
+                          size_t max_frame, uint8_t **out, size_t *out_len,
+                          ka_cfg_change_t **changes, size_t *nchanges)
+{
+    return alter_response(p, frame, len, max_frame, NULL, out, out_len, changes, nchanges);
+}
+
+int ka_cfg_alter_response_unstored(const ka_cfg_pending_t *p, const uint8_t *frame, size_t len,
+                                   size_t max_frame, const char *why, uint8_t **out,
+                                   size_t *out_len)
+{
+    ka_cfg_change_t *changes = NULL;
+    size_t n = 0;
+    int rc = alter_response(p, frame, len, max_frame, why, out, out_len, &changes, &n);
+
+    free(changes);
     return rc;
 }

@@ -112,6 +112,16 @@ int ka_cfg_alter_response(const ka_cfg_pending_t *p, const uint8_t *frame, size_
                           size_t max_frame, uint8_t **out, size_t *out_len,
                           ka_cfg_change_t **changes, size_t *nchanges);
 
+/*
+ * The same response when the changes it yields could not be stored (why: a
+ * sentence): each resource the broker accepted with kadmit's keys in it is
+ * answered UNKNOWN_SERVER_ERROR with why, so no client is told a limit was
+ * set that nobody enforces. *out as above (NULL: unchanged).
+ */
+int ka_cfg_alter_response_unstored(const ka_cfg_pending_t *p, const uint8_t *frame, size_t len,
+                                   size_t max_frame, const char *why, uint8_t **out,
+                                   size_t *out_len);
+
 /* One broker's override in a layer of kadmit's limits. */
 typedef struct ka_cfg_override {
     int32_t broker_id;

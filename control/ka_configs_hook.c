@@ -22,18 +22,30 @@ struct ka_configs {
     size_t unread_writes;
     char problem[600]; /* why the limits cannot be written now, read at once */
     char reason[KA_ADM_MESSAGE_MAX];
+    /* The response whose handler just said DEFER, until the relay's defer(). */
+    struct configs_state *deferring;
 };
 
-/* What a forwarded request keeps until its response. */
+typedef struct configs_write configs_write_t;
+
+/* What a forwarded request keeps until its response. An alter whose changes
+ * the broker accepted answers the client only once they are stored: the
+ * response waits (DEFER) for the write's read-back. */
 typedef struct configs_state {
     int16_t api_key;
     ka_cfg_pending_t *pending;
+    configs_write_t *write; /* the write under way, or NULL */
+    void (*wake)(void *arg);
+    void *wake_arg;
+    bool stored;   /* the write came back */
+    char why[400]; /* when it failed: the sentence for the client */
 } configs_state_t;
 
-typedef struct configs_write {
+struct configs_write {
     ka_configs_t *c;
     char *layer;
-} configs_write_t;
+    configs_state_t *st; /* the response waiting for this write, or NULL */
+};
 
 /* The broker ids the view knows, or NULL without a view (malloc'd). */
 static int32_t *known_brokers(ka_configs_t *c, size_t *n)
@@ -73,8 +85,32 @@ static void free_state_cb(void *user, void *state)
     configs_state_t *st = state;
 
     (void)user;
+    if (st->write != NULL)
+        st->write->st = NULL; /* the write goes on; nobody waits for it */
     ka_cfg_pending_free(st->pending);
     free(st);
+}
+
+static int defer_cb(void *user, void (*wake)(void *arg), void *arg)
+{
+    ka_configs_t *c = user;
+    configs_state_t *st = c->deferring;
+
+    c->deferring = NULL;
+    if (st == NULL)
+        return -1;
+    st->wake = wake;
+    st->wake_arg = arg;
+    return 0;
+}
+
+/* The connection closed while its response waited: the relay frees the
+ * request's state in the same close, and free_state_cb detaches the write,
+ * so wake is never called; nothing else to undo. */
+static void cancel_cb(void *user, void *arg)
+{
+    (void)user;
+    (void)arg;
 }
 
 static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, size_t *len,
@@ -147,6 +183,7 @@ static void written_cb(void *arg, int rc, int64_t offset, const char *why)
 {
     configs_write_t *w = arg;
     ka_configs_t *c = w->c;
+    configs_state_t *st = w->st;
 
     if (rc == 0)
         ka_log(KA_LOG_INFO, "kadmit's limits changed through the config API",
@@ -161,6 +198,18 @@ static void written_cb(void *arg, int rc, int64_t offset, const char *why)
     }
     free(w->layer);
     free(w);
+    if (st != NULL) {
+        st->write = NULL;
+        st->stored = true;
+        if (rc != 0)
+            snprintf(st->why, sizeof(st->why),
+                     "the broker accepted this resource, but kadmit could not store %s or %s in "
+                     "its limits topic (%.200s), so kadmit's limits are unchanged; retry",
+                     KA_CFG_MAX_BROKER_PARTITIONS, KA_CFG_MAX_PARTITIONS,
+                     why && why[0] ? why : "write failed");
+        if (st->wake != NULL)
+            st->wake(st->wake_arg);
+    }
 }
 
 /* Without the limits topic: the layer goes over the file like an admin API change. */
@@ -186,8 +235,12 @@ static void apply_locally(ka_configs_t *c, const char *layer)
            KA_KS("persisted", persisted ? "yes" : "no"), KA_KS(persisted ? "to" : "why", err));
 }
 
-/* The broker accepted these changes: they become kadmit's. */
-static void write_changes(ka_configs_t *c, const ka_cfg_change_t *changes, size_t n)
+/* The broker accepted these changes: they become kadmit's. With the limits
+ * topic, the write is queued for st (which then waits for it) and 1 is
+ * returned; 0 when the change is made at once or not at all (st->why says
+ * why not). */
+static int write_changes(ka_configs_t *c, configs_state_t *st, const ka_cfg_change_t *changes,
+                         size_t n)
 {
     ka_policy_reload_t *r = c->reload;
     const char *base = c->unread_layer != NULL ? c->unread_layer : r->store.overrides;
@@ -197,12 +250,16 @@ static void write_changes(ka_configs_t *c, const ka_cfg_change_t *changes, size_
     if (ka_configs_layer_apply(base, changes, n, &layer, err, sizeof(err)) < 0) {
         ka_log(KA_LOG_ERROR, "a config change the broker accepted could not be made",
                KA_KS("why", err[0] ? err : "out of memory"));
-        return;
+        snprintf(st->why, sizeof(st->why),
+                 "the broker accepted this resource, but kadmit could not apply the change to its "
+                 "limits (%.200s); kadmit's limits are unchanged",
+                 err[0] ? err : "out of memory");
+        return 0;
     }
     if (!r->cluster) {
         apply_locally(c, layer);
         free(layer);
-        return;
+        return 0;
     }
     char *copy = strdup(layer);
     if (copy == NULL || (w = malloc(sizeof(*w))) == NULL || r->limits == NULL ||
@@ -210,16 +267,23 @@ static void write_changes(ka_configs_t *c, const ka_cfg_change_t *changes, size_
         ka_log(KA_LOG_ERROR, "a config change the broker accepted was not written",
                KA_KS("topic", r->topic), KA_KS("layer", layer),
                KA_KS("why", err[0] ? err : "the limits topic is not running"));
+        snprintf(st->why, sizeof(st->why),
+                 "the broker accepted this resource, but kadmit could not write the change to its "
+                 "limits topic (%.200s); kadmit's limits are unchanged",
+                 err[0] ? err : "the limits topic is not running");
         free(copy);
         free(w);
         free(layer);
-        return;
+        return 0;
     }
     w->c = c;
     w->layer = layer;
+    w->st = st;
+    st->write = w;
     free(c->unread_layer);
     c->unread_layer = copy;
     c->unread_writes++;
+    return 1;
 }
 
 static int describe_response(ka_configs_t *c, const ka_cfg_pending_t *p, const uint8_t *frame,
@@ -248,23 +312,56 @@ static int on_response(void *user, const ka_inflight_entry_t *request, uint8_t *
     uint8_t *merged = NULL;
     int rc;
 
+    int resumed = v->resumed;
+    size_t max_frame = ka_server_config(c->srv)->max_frame_bytes;
+
     memset(v, 0, sizeof(*v));
     v->kind = KA_HOOK_FORWARD;
     if (!(request->flags & KA_INFLIGHT_HOOK_STATE) || st == NULL)
         return 0;
-    if (st->api_key == KA_DESCRIBECONFIGS_REQUEST_API_KEY)
+    if (st->api_key == KA_DESCRIBECONFIGS_REQUEST_API_KEY) {
         rc = describe_response(c, st->pending, frame, *len, &merged, &mlen);
-    else
-        rc = ka_cfg_alter_response(st->pending, frame, *len,
-                                   ka_server_config(c->srv)->max_frame_bytes, &merged, &mlen,
-                                   &changes, &nchanges);
+    } else if (resumed > 0 || st->why[0]) {
+        /* Back from the write (or it never started): the client hears the
+         * broker's answer only if kadmit's part of it was stored too. */
+        if (!st->stored && !st->why[0])
+            snprintf(st->why, sizeof(st->why),
+                     "the broker accepted this resource, but kadmit's limits topic did not "
+                     "confirm the change in time; check GET /v1/policy before retrying");
+        rc = st->why[0] ? ka_cfg_alter_response_unstored(st->pending, frame, *len, max_frame,
+                                                         st->why, &merged, &mlen)
+                        : ka_cfg_alter_response(st->pending, frame, *len, max_frame, &merged, &mlen,
+                                                &changes, &nchanges);
+        nchanges = 0; /* already made */
+    } else {
+        rc = ka_cfg_alter_response(st->pending, frame, *len, max_frame, &merged, &mlen, &changes,
+                                   &nchanges);
+    }
     if (rc < 0) {
         ka_log(KA_LOG_WARN, "config response does not decode, forwarded unchanged",
                KA_KS("api", ka_api_name(st->api_key)), KA_KS("error", ka_strerror(rc)));
+        free(changes);
         return 0;
     }
-    if (nchanges > 0)
-        write_changes(c, changes, nchanges);
+    if (nchanges > 0) {
+        int queued = write_changes(c, st, changes, nchanges);
+        free(changes);
+        if (queued || st->why[0]) {
+            free(merged);
+            if (queued) {
+                c->deferring = st;
+                v->kind = KA_HOOK_DEFER;
+                return 0;
+            }
+            /* Not stored: say so instead of the broker's OK. */
+            merged = NULL;
+            rc = ka_cfg_alter_response_unstored(st->pending, frame, *len, max_frame, st->why,
+                                                &merged, &mlen);
+            if (rc < 0)
+                return rc;
+        }
+        changes = NULL;
+    }
     free(changes);
     if (merged != NULL) {
         v->bytes = merged;
@@ -297,6 +394,8 @@ int ka_configs_start(ka_server_t *srv, ka_policy_reload_t *reload, ka_configs_t 
         e->on_response = on_response;
         e->user = c;
         e->free_state = free_state_cb;
+        e->defer = defer_cb;
+        e->cancel = cancel_cb;
     }
     ka_log(KA_LOG_INFO, "kafka-configs sets kadmit's limits",
            KA_KS("keys", KA_CFG_MAX_BROKER_PARTITIONS ", " KA_CFG_MAX_PARTITIONS),

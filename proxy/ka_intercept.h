@@ -18,13 +18,15 @@
  *             verdict's bytes, after every earlier response on the
  *             connection has been written;
  *   CLOSE   - close the connection; reason goes to the log;
- *   DEFER   - (requests) not yet: the handler needs something first (a fresh
- *             cluster view). The relay keeps the frame, stops reading the
- *             client (so later requests keep their order, invariant 1) and
- *             calls the entry's defer(user, wake, arg); once the handler
- *             calls wake(arg) the relay runs on_request again on the same
- *             frame with v->resumed set. If the connection closes first, the
- *             relay calls cancel(user, arg) and wake must not be called.
+ *   DEFER   - not yet: the handler needs something first (a request: a
+ *             fresh cluster view; a response: a change the broker accepted
+ *             must be stored before the client hears of it). The relay keeps
+ *             the frame, stops reading that side (so later frames keep their
+ *             order, invariant 1) and calls the entry's defer(user, wake,
+ *             arg); once the handler calls wake(arg) the relay runs the
+ *             handler again on the same frame with v->resumed set. If the
+ *             connection closes first, the relay calls cancel(user, arg) and
+ *             wake must not be called.
  *
  * A request handler may attach per-request state (v->state); the relay keeps
  * it with the in-flight entry, hands it to on_response as request->answer

@@ -116,9 +116,11 @@ struct ka_leg {
     ka_pbuf_t *hold_prefix;   /* header bytes waiting for `hold` to be allocated */
     uint32_t hold_prefix_off, hold_prefix_len;
     ka_frame_header_t hold_hdr; /* the request's header, slices cleared */
-    /* A whole request frame whose handler said DEFER; runs again once woken. */
+    /* A whole frame whose handler said DEFER (a client's request, or on the
+     * upstream leg a response); runs again once woken. */
     ka_pbuf_t *deferred;
     size_t deferred_len;
+    int16_t deferred_api_key; /* whose intercept entry deferred it */
     int deferred_woken;
     int deferred_rounds; /* times the held frame was decided again after a DEFER */
 

@@ -120,7 +120,7 @@ void ka_relay_release(ka_leg_t *leg)
         ka_output_release(leg->session->server, leg->out);
     if (leg->deferred) {
         const ka_intercept_entry_t *ie =
-            ka_intercept_lookup(&leg->session->server->intercept, leg->hold_hdr.api_key);
+            ka_intercept_lookup(&leg->session->server->intercept, leg->deferred_api_key);
         if (!leg->deferred_woken && ie && ie->cancel)
             ie->cancel(ie->user, leg);
         ka_pbuf_unref(pool, leg->deferred);
@@ -417,6 +417,20 @@ static void deferred_wake(void *arg)
     ka_leg_schedule_resume(leg);
 }
 
+/* Keeps a whole frame whose handler said DEFER until the handler wakes it. */
+static int defer_frame(ka_leg_t *src, const ka_intercept_entry_t *ie, int16_t api_key,
+                       ka_pbuf_t *hold, size_t len)
+{
+    if (ie->defer == NULL || ie->defer(ie->user, deferred_wake, src) != 0)
+        return -1;
+    src->deferred = hold;
+    src->deferred_len = len;
+    src->deferred_api_key = api_key;
+    src->deferred_woken = 0;
+    src->pause |= KA_PAUSE_DEFER;
+    return 0;
+}
+
 /* Runs the handler on a complete held frame and queues what it decided. */
 static enum step release_frame(ka_leg_t *src, ka_pbuf_t *hold, size_t len, int resumed)
 {
@@ -430,13 +444,8 @@ static enum step release_frame(ka_leg_t *src, ka_pbuf_t *hold, size_t len, int r
             ka_intercept_lookup(&s->server->intercept, src->hold_hdr.api_key);
         rc = ie->on_request(ie->user, &src->hold_hdr, hold->data, &len, &v);
         if (rc == 0 && v.kind == KA_HOOK_DEFER) {
-            if (ie->defer && ie->defer(ie->user, deferred_wake, src) == 0) {
-                src->deferred = hold;
-                src->deferred_len = len;
-                src->deferred_woken = 0;
-                src->pause |= KA_PAUSE_DEFER;
+            if (defer_frame(src, ie, src->hold_hdr.api_key, hold, len) == 0)
                 return STEP_DEFER;
-            }
             /* Cannot wait: decide now. */
             memset(&v, 0, sizeof(v));
             v.resumed = KA_HOOK_RESUMED_LAST;
@@ -445,9 +454,21 @@ static enum step release_frame(ka_leg_t *src, ka_pbuf_t *hold, size_t len, int r
                 v.kind = KA_HOOK_CLOSE;
         }
     } else {
+        /* A response may wait too (its handler makes a change the broker
+         * accepted and answers once it is stored); the leg stops reading, so
+         * later responses keep their order behind it. */
         ka_inflight_entry_t *head = ka_inflight_head(&s->inflight);
         const ka_intercept_entry_t *ie = ka_intercept_lookup(&s->server->intercept, head->api_key);
         rc = ie && ie->on_response ? ie->on_response(ie->user, head, hold->data, &len, &v) : 0;
+        if (rc == 0 && v.kind == KA_HOOK_DEFER) {
+            if (defer_frame(src, ie, head->api_key, hold, len) == 0)
+                return STEP_DEFER;
+            memset(&v, 0, sizeof(v));
+            v.resumed = KA_HOOK_RESUMED_LAST;
+            rc = ie->on_response(ie->user, head, hold->data, &len, &v);
+            if (v.kind == KA_HOOK_DEFER)
+                v.kind = KA_HOOK_CLOSE;
+        }
         if (v.kind == KA_HOOK_ANSWER)
             v.kind = KA_HOOK_FORWARD; /* a response's answer is a rewrite */
     }
@@ -539,6 +560,23 @@ static void sasl_handshake_answered(ka_session_t *s)
     ka_leg_schedule_resume(client);
 }
 
+/* A response has gone to the client: its request leaves the queue. */
+static void response_done(ka_session_t *s)
+{
+    ka_inflight_entry_t e;
+    if (ka_inflight_pop(&s->inflight, &e) == 0) {
+        ka_relay_free_state(s->server, &e);
+        if (e.flags & KA_INFLIGHT_SASL_HANDSHAKE_V0)
+            sasl_handshake_answered(s);
+    }
+    write_due_answers(s);
+    if ((s->client.pause & KA_PAUSE_INFLIGHT) &&
+        ka_inflight_count(&s->inflight) < s->server->cfg->max_inflight) {
+        s->client.pause &= ~KA_PAUSE_INFLIGHT;
+        ka_leg_schedule_resume(&s->client);
+    }
+}
+
 /* A frame ended at `off` of pb; [*run, off) are pass-through bytes not yet queued. */
 static enum step on_end(ka_leg_t *src, ka_pbuf_t *pb, size_t *run, size_t off)
 {
@@ -584,19 +622,8 @@ static enum step on_end(ka_leg_t *src, ka_pbuf_t *pb, size_t *run, size_t off)
 
     s->server->metrics.frames_broker_to_client++;
     if (src->route == KA_ROUTE_HOLD && (st = release_held(src)) != STEP_GO)
-        return st;
-    ka_inflight_entry_t e;
-    if (ka_inflight_pop(&s->inflight, &e) == 0) {
-        ka_relay_free_state(s->server, &e);
-        if (e.flags & KA_INFLIGHT_SASL_HANDSHAKE_V0)
-            sasl_handshake_answered(s);
-    }
-    write_due_answers(s);
-    if ((s->client.pause & KA_PAUSE_INFLIGHT) &&
-        ka_inflight_count(&s->inflight) < s->server->cfg->max_inflight) {
-        s->client.pause &= ~KA_PAUSE_INFLIGHT;
-        ka_leg_schedule_resume(&s->client);
-    }
+        return st == STEP_DEFER ? STEP_PARK : st;
+    response_done(s);
     return STEP_GO;
 }
 
@@ -694,7 +721,7 @@ void ka_relay_process(ka_leg_t *src, ka_pbuf_t *pb, size_t off, size_t len)
         s->events->advance(s);
 }
 
-/* A deferred request's handler woke it: decide it now, then go on reading. */
+/* A deferred frame's handler woke it: decide it now, then go on reading. */
 static int resume_deferred(ka_leg_t *leg)
 {
     ka_session_t *s = leg->session;
@@ -705,6 +732,8 @@ static int resume_deferred(ka_leg_t *leg)
     if (leg->deferred_rounds < KA_HOOK_RESUMED_LAST - 1)
         leg->deferred_rounds++;
     enum step st = release_frame(leg, hold, leg->deferred_len, leg->deferred_rounds);
+    if (st == STEP_GO && !leg->is_client)
+        response_done(s);
     if (s->state != KA_SESSION_CLOSING) {
         ka_output_flush(leg->peer);
         ka_output_flush(leg);

@@ -403,7 +403,7 @@ static void session_advance(ka_session_t *s)
     ka_leg_t *c = &s->client, *u = &s->upstream;
     int flushed = c->out == NULL && u->out == NULL && c->write_pending == 0 &&
                   u->write_pending == 0 && c->parked == NULL && u->parked == NULL &&
-                  c->deferred == NULL;
+                  c->deferred == NULL && u->deferred == NULL;
     if (c->eof && u->eof && flushed) {
         ka_session_close(s, KA_LOG_DEBUG, "connection closed by both sides", NULL);
         return;

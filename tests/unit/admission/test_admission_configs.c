@@ -220,6 +220,40 @@ static void test_kafka_configs_set_on_a_broker_is_taken_out_and_follows_the_brok
     free(resp);
 }
 
+/* The broker said OK but kadmit could not store the limit: the client is not
+ * told OK for a limit nobody enforces. */
+static void test_an_accepted_change_kadmit_could_not_store_is_answered_as_an_error(void **s)
+{
+    size_t len, rlen, mlen = 0;
+    uint8_t *frame = captured("incrementalalterconfigs-v1-request-cli-set-broker.bin", &len);
+    uint8_t *resp = captured("incrementalalterconfigs-v1-response-cli-set-broker.bin", &rlen);
+    uint8_t *merged = NULL;
+    struct ka_incrementalalterconfigs_response m;
+    ka_cfg_outcome_t o;
+    ka_arena_t arena;
+
+    (void)s;
+    assert_int_equal(ka_cfg_alter_request(&ctx, frame, len, &o), 0);
+    assert_int_equal(ka_cfg_alter_response_unstored(o.pending, resp, rlen, 1 << 20,
+                                                    "the limits topic is unreachable", &merged,
+                                                    &mlen),
+                     0);
+    assert_non_null(merged);
+    ka_arena_init(&arena, 1 << 20);
+    fx_decode_response(merged, mlen, IA, 1,
+                       (int32_t)((uint32_t)resp[4] << 24 | resp[5] << 16 | resp[6] << 8 | resp[7]),
+                       &arena, &m);
+    assert_int_equal(m.responses.count, 1);
+    assert_int_equal(m.responses.items[0].error_code, KA_KAFKA_ERR_UNKNOWN_SERVER_ERROR);
+    assert_true(name_is(m.responses.items[0].resource_name, "1"));
+    assert_true(name_is(m.responses.items[0].error_message, "the limits topic is unreachable"));
+    ka_arena_destroy(&arena);
+    free(merged);
+    ka_cfg_outcome_release(&o);
+    free(frame);
+    free(resp);
+}
+
 static void test_kafka_configs_default_entity_sets_both_keys_and_delete_removes(void **s)
 {
     static const spec_result_t dflt = {KA_CFG_RESOURCE_BROKER, "", 0};
@@ -633,6 +667,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(
             test_kafka_configs_set_on_a_broker_is_taken_out_and_follows_the_brokers_ok),
+        cmocka_unit_test(test_an_accepted_change_kadmit_could_not_store_is_answered_as_an_error),
         cmocka_unit_test(test_kafka_configs_default_entity_sets_both_keys_and_delete_removes),
         cmocka_unit_test(test_bad_values_are_answered_invalid_config),
         cmocka_unit_test(test_unknown_broker_is_refused_naming_the_known_ones),
