@@ -3,7 +3,9 @@
 # Kubernetes manifests, offline, with pinned tools that this script installs when
 # they are missing (from PyPI and the Go module proxy; Go itself must be present).
 #
-#   scripts/lint-deploy.sh
+#   scripts/lint-deploy.sh           install the tools when missing, then run every check
+#   scripts/lint-deploy.sh --tools   only install the tools (scripts/test.sh starts this in
+#                                    the background early, so the helm build overlaps others)
 #
 # Checks, in order; the first failure stops the script with a non-zero status:
 #   yamllint     every YAML file in the repository, with .yamllint
@@ -91,6 +93,7 @@ hadolint --version
 echo "kubernetes-validate $kubernetes_validate_version (schemas $kubernetes_schema_version)"
 "$kustomize" version
 "$helm" version --short
+[[ "${1:-}" != --tools ]] || exit 0
 
 step "yamllint"
 # Helm templates are Go templates that render YAML, not YAML: helm lint checks them.

@@ -15,7 +15,9 @@
 # (marked `matrix`: Kafka 3.6 to 4.4, ZooKeeper, separate controllers, racks, live clients) and
 # the demo (scripts/run.sh). The kafka stage fetches the pin and starts fetching the matrix's
 # Kafka versions and Java clients in the background (into ~/.cache/kadmit, kept between stages
-# and runs); the matrix stage waits for it.
+# and runs); the matrix stage waits for it. The kafka stage also starts building
+# lint-deploy's tools (helm from the Go module proxy takes minutes) in the background, so the
+# build overlaps the C builds; the lint-deploy stage waits for it.
 # Environment: KADMIT_FUZZ_SECONDS (fuzz time per target, default 5),
 # KADMIT_TEST_PORT_BASE (port offset for the test cluster), PYTEST_ADDOPTS.
 set -euo pipefail
@@ -60,6 +62,24 @@ prefetch_matrix() { # in the background: the matrix's Kafka versions and Java cl
     echo "fetching the matrix's Kafka versions in the background (log: $prefetch_log)"
 }
 
+prefetch_tools() { # in the background: lint-deploy's tools (the helm build takes minutes)
+    mkdir -p "$cache"
+    ( scripts/lint-deploy.sh --tools; echo "tools exit $?" ) >"$cache/tools-prefetch.log" 2>&1 &
+    echo $! >"$cache/tools-prefetch.pid"
+    echo "building lint-deploy's tools in the background (log: $cache/tools-prefetch.log)"
+}
+
+wait_tools() { # the background tool build of this run, if one runs
+    local t0=$SECONDS pid=""
+    [[ -f "$cache/tools-prefetch.pid" ]] && pid="$(cat "$cache/tools-prefetch.pid")"
+    while [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; do
+        sleep 2
+    done
+    rm -f "$cache/tools-prefetch.pid"
+    echo "waited $((SECONDS - t0))s for the background tool build"
+    if [[ -f "$cache/tools-prefetch.log" ]]; then tail -n 5 "$cache/tools-prefetch.log"; fi
+}
+
 wait_prefetch() { # the background fetch of this run, if one runs; then fetch what is missing
     local t0=$SECONDS pid=""
     [[ -f "$cache/matrix-prefetch.pid" ]] && pid="$(cat "$cache/matrix-prefetch.pid")"
@@ -78,6 +98,7 @@ run_stage() {
     deps) scripts/deps.sh ;;
     kafka) # the pinned Kafka for the integration tests, and the pinned kafka-clients jar whose
            # specs the generated codecs come from (ctest checks them in the unit stages)
+        prefetch_tools
         tests/kafka/fetch.sh && sh protocol/gen/fetch-specs.sh && prefetch_matrix ;;
     build)
         cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -88,7 +109,7 @@ run_stage() {
         cmake --build build-asan ;;
     unit-asan) ctest --test-dir build-asan --output-on-failure ;;
     format) scripts/check-format.sh ;;
-    lint-deploy) scripts/lint-deploy.sh ;;
+    lint-deploy) wait_tools && scripts/lint-deploy.sh ;;
     protocol-gen)
         if [[ -f protocol/gen/check.sh ]]; then sh protocol/gen/fetch-specs.sh >/dev/null && sh protocol/gen/check.sh
         else echo "no protocol/gen/check.sh: the generated code cannot be checked"; return 1; fi ;;
