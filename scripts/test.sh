@@ -5,7 +5,7 @@
 #   scripts/test.sh STAGE...     only these stages (names as in the summary)
 #
 # Stages: deps, kafka, build, unit, build-asan, unit-asan, format, lint-deploy, protocol-gen,
-# integration-asan, integration, matrix, demo, fuzz. A failing stage does not stop the later ones
+# integration-asan, integration, matrix, fuzz. A failing stage does not stop the later ones
 # (stages that need a missing build fail quickly); the summary lists each with its time and
 # the last line is "N passed, N failed". Exit status is non-zero when any stage failed.
 #
@@ -13,7 +13,8 @@
 # sidecars fail the tests). The release binary (the one that ships) runs what only it can show
 # (tests marked `release`, see tests/integration/conftest.py), the broker and client matrix
 # (marked `matrix`: Kafka 3.6 to 4.4, ZooKeeper, separate controllers, racks, live clients) and
-# the demo (scripts/run.sh). The kafka stage fetches the pin and starts fetching the matrix's
+# the demo (tests/integration/test_demo.py runs scripts/run.sh, the README's first command, and
+# checks its admitted and rejected creates; marked `release_only`). The kafka stage fetches the pin and starts fetching the matrix's
 # Kafka versions and Java clients in the background (into ~/.cache/kadmit, kept between stages
 # and runs); the matrix stage waits for it. The kafka stage also starts building
 # lint-deploy's tools (helm from the Go module proxy takes minutes) in the background, so the
@@ -26,7 +27,7 @@ cd "$root"
 export PYTHONDONTWRITEBYTECODE=1
 
 all_stages=(deps kafka build unit build-asan unit-asan format lint-deploy protocol-gen
-            integration-asan integration matrix demo fuzz)
+            integration-asan integration matrix fuzz)
 cache="${KADMIT_CACHE:-$HOME/.cache/kadmit}"
 prefetch_log="$cache/matrix-prefetch.log"
 java_clients=(2.8.2 3.9.2 4.4.0) # tests/integration/test_matrix_clients.py JAVA_VERSIONS
@@ -113,16 +114,9 @@ run_stage() {
     protocol-gen)
         if [[ -f protocol/gen/check.sh ]]; then sh protocol/gen/fetch-specs.sh >/dev/null && sh protocol/gen/check.sh
         else echo "no protocol/gen/check.sh: the generated code cannot be checked"; return 1; fi ;;
-    integration-asan) integration build-asan "not matrix" ;;
-    integration) integration build "release and not matrix" ;;
+    integration-asan) integration build-asan "not matrix and not release_only" ;;
+    integration) integration build "(release or release_only) and not matrix" ;;
     matrix) wait_prefetch && integration build "matrix" ;;
-    demo) # the README's first command, on the release binary: start, show, stop
-        local bin rc=0
-        bin="$(find_kadmit build)"
-        [[ -n "$bin" ]] || { echo "no kadmit binary in build"; return 1; }
-        KADMIT_BIN="$root/$bin" scripts/run.sh || rc=$?
-        scripts/run.sh stop
-        return $rc ;;
     fuzz) scripts/fuzz-smoke.sh ;;
     *) echo "unknown stage: $1 (stages: ${all_stages[*]})"; return 2 ;;
     esac

@@ -46,6 +46,8 @@ def pytest_configure(config):
                             "and clients); scripts/test.sh runs it in its own stage")
     config.addinivalue_line("markers", "release: also run against the release binary in CI "
                             "(RELEASE_MODULES, or marked in the module)")
+    config.addinivalue_line("markers", "release_only: CI runs it on the release binary only "
+                            "(the demo: the README's first command, as a new user runs it)")
 
 
 def pytest_collection_modifyitems(session, config, items):
