@@ -40,7 +40,7 @@ find_kadmit() { # build dir -> path of the kadmit executable (empty when not bui
     done
 }
 
-integration() { # build dir, pytest marker expression
+integration() { # build dir, pytest marker expression, more pytest arguments
     local bin rc=0
     bin="$(find_kadmit "$1")"
     if [[ -z "$bin" ]]; then
@@ -49,7 +49,7 @@ integration() { # build dir, pytest marker expression
     fi
     echo "KADMIT_BIN=$bin  -m '$2'"
     KADMIT_BIN="$bin" python3 -m pytest -p no:cacheprovider -ra --durations=10 -m "$2" \
-        tests/integration || rc=$?
+        "${@:3}" tests/integration || rc=$?
     [[ $rc -ne 5 ]] || { echo "no test selected by -m '$2'"; return 1; }
     return $rc
 }
@@ -116,7 +116,9 @@ run_stage() {
         else echo "no protocol/gen/check.sh: the generated code cannot be checked"; return 1; fi ;;
     integration-asan) integration build-asan "not matrix and not release_only" ;;
     integration) integration build "(release or release_only) and not matrix" ;;
-    matrix) wait_prefetch && integration build "matrix" ;;
+    matrix) # one small cluster per version, on ports of its own: two at a time (pytest-xdist;
+            # a module-scoped cluster's tests stay on one worker, by xdist_group)
+        wait_prefetch && integration build "matrix" -n 2 --dist loadgroup ;;
     fuzz) scripts/fuzz-smoke.sh ;;
     *) echo "unknown stage: $1 (stages: ${all_stages[*]})"; return 2 ;;
     esac

@@ -199,6 +199,7 @@ def rack_of(broker: int) -> str:
     return RACKS[broker - 1]
 
 
+@pytest.mark.xdist_group("shapes")  # one module-scoped cluster: one worker
 def test_separate_controllers_leave_metadata_and_admission_working(shaped):
     c, sc = shaped
     assert c.mode == "separate"
@@ -214,6 +215,7 @@ def test_separate_controllers_leave_metadata_and_admission_working(shaped):
     assert re.search(r"decision=partial reason=limit items=2 admitted=1 rejected=1", logs)
 
 
+@pytest.mark.xdist_group("shapes")  # one module-scoped cluster: one worker
 def test_place_mode_puts_each_partitions_replicas_on_distinct_racks(shaped):
     c, _ = shaped
     t = name("racks")
@@ -239,6 +241,7 @@ def grown_topic(c: KafkaCluster, before: int, after: int) -> list[list[int]]:
     return assignment(c, t)
 
 
+@pytest.mark.xdist_group("shapes")  # one module-scoped cluster: one worker
 def test_create_partitions_keeps_the_new_partitions_on_distinct_racks(shaped):
     c, _ = shaped
     rows = grown_topic(c, 4, 6)
