@@ -448,6 +448,40 @@ static int rewrite(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t 
     return rc < 0 ? rc : ka_adm_encode_request(req, ctx->max_frame, &out->bytes, &out->len);
 }
 
+/* A Metadata request forwarded at another version than the client's: the
+ * response comes back through ka_adm_response to be re-encoded. */
+static int version_pending(const ka_adm_req_t *req, const ka_adm_outcome_t *out,
+                           ka_adm_pending_t **pending)
+{
+    ka_adm_pending_t *p;
+
+    if (req->hdr.request_api_version == out->api_version)
+        return 0;
+    if ((p = calloc(1, sizeof(*p))) == NULL)
+        return KA_ENOMEM;
+    p->api_key = req->desc->api_key;
+    p->api_version = req->hdr.request_api_version;
+    p->client_version = out->api_version;
+    *pending = p;
+    return 0;
+}
+
+/* A whole-request API without a subset (StreamsGroupHeartbeat): one rejected
+ * item refuses the request, so the admitted ones give their replicas back. */
+static int refuse_whole(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t *out)
+{
+    int rc;
+
+    for (size_t i = 0; i < req->count; i++) {
+        if (req->verdicts[i].reservation_id != 0)
+            ka_reservations_release(ctx->ledger, req->verdicts[i].reservation_id);
+        req->verdicts[i].reservation_id = 0;
+    }
+    if ((rc = pending_build(req, &out->pending)) < 0)
+        return rc;
+    return answer_all(req, ctx, out);
+}
+
 static int finish(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t *out)
 {
     const ka_adm_api_desc_t *d = req->desc;
@@ -458,8 +492,12 @@ static int finish(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t *
         if (out->rejected == 0)
             return 0;
         out->decision = KA_ADM_D_REJECT;
+        if (d->subset == NULL)
+            return refuse_whole(req, ctx, out);
         out->auto_create_denied = true;
-        return rewrite(req, ctx, out);
+        if ((rc = rewrite(req, ctx, out)) < 0)
+            return rc;
+        return version_pending(req, out, &out->pending);
     }
     if (out->rejected > 0 || any_reservation(req))
         if ((rc = pending_build(req, &out->pending)) < 0)
@@ -546,8 +584,9 @@ int ka_adm_response(ka_adm_pending_t *p, const uint8_t *frame, size_t len, size_
         goto done;
     rc = d->merge(d, p, resp, &arena, &merged);
     if (rc == 0 && merged)
-        rc = ka_adm_encode_response(p->api_key, p->api_version, rh.correlation_id, rh.tagged_fields,
-                                    resp, max_frame, out, out_len);
+        rc = ka_adm_encode_response(
+            p->api_key, d->merge_reencodes ? p->client_version : p->api_version, rh.correlation_id,
+            rh.tagged_fields, resp, max_frame, out, out_len);
 done:
     ka_arena_destroy(&arena);
     return rc;

@@ -78,7 +78,7 @@ static const metric_row_t rows[] = {
 const char *ka_adm_api_name(enum ka_adm_api api)
 {
     static const char *names[] = {"CreateTopics", "CreatePartitions", "AlterPartitionReassignments",
-                                  "Metadata"};
+                                  "Metadata", "StreamsGroupHeartbeat"};
     return (unsigned)api < KA_ADM_API_COUNT ? names[api] : "?";
 }
 

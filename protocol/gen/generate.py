@@ -70,6 +70,7 @@ DECODED_MAX_VERSIONS = {
     "AlterPartitionReassignments": 0,
     "DescribeConfigs": 4,
     "IncrementalAlterConfigs": 1,
+    "StreamsGroupHeartbeat": 1,
 }
 
 # Request header v0 (no client id) survives only for this API and version.
