@@ -384,7 +384,7 @@ static int pending_build(const ka_adm_req_t *req, ka_adm_pending_t **out)
     if (p == NULL)
         return KA_ENOMEM;
     p->api_key = req->desc->api_key;
-    p->api_version = req->hdr.request_api_version;
+    p->api_version = p->client_version = req->hdr.request_api_version;
     p->items = calloc(req->count, sizeof(*p->items));
     if (p->items == NULL)
         return KA_ENOMEM;
@@ -584,9 +584,8 @@ int ka_adm_response(ka_adm_pending_t *p, const uint8_t *frame, size_t len, size_
         goto done;
     rc = d->merge(d, p, resp, &arena, &merged);
     if (rc == 0 && merged)
-        rc = ka_adm_encode_response(
-            p->api_key, d->merge_reencodes ? p->client_version : p->api_version, rh.correlation_id,
-            rh.tagged_fields, resp, max_frame, out, out_len);
+        rc = ka_adm_encode_response(p->api_key, p->client_version, rh.correlation_id,
+                                    rh.tagged_fields, resp, max_frame, out, out_len);
 done:
     ka_arena_destroy(&arena);
     return rc;

@@ -616,8 +616,7 @@ static const ka_adm_api_desc_t descs[KA_ADM_API_COUNT] = {
                          .items = md_items,
                          .judge = md_judge,
                          .subset = md_subset,
-                         .merge = md_merge,
-                         .merge_reencodes = true},
+                         .merge = md_merge},
     /* No subset: a rejected internal topic refuses the whole heartbeat. */
     [KA_ADM_STREAMS_HEARTBEAT] = {.api = KA_ADM_STREAMS_HEARTBEAT,
                                   .api_key = KA_STREAMSGROUPHEARTBEAT_REQUEST_API_KEY,

@@ -86,9 +86,6 @@ typedef struct ka_adm_api_desc {
      * its auto-creation flag); without one, it is answered locally
      * (StreamsGroupHeartbeat). */
     bool whole_request;
-    /* merge re-encodes the response at the pending state's client_version
-     * (a request forwarded at another version). */
-    bool merge_reencodes;
     /* Sets req->count and fills req->inputs, names, partitions (in the
      * arena); 0 items: nothing to judge. Returns 0 or KA_ENOMEM. */
     int (*items)(struct ka_adm_req *req, const ka_adm_ctx_t *ctx);
