@@ -48,6 +48,8 @@ static const metric_row_t rows[] = {
     ROW(unexpected_responses, "counter", "Responses that arrived with no request in flight."),
     ROW(sasl_raw_tokens, "counter", "Raw SASL tokens after SaslHandshake v0."),
     ROW(sasl_opaque_connections, "counter", "Connections passed through unframed (e.g. GSSAPI)."),
+    ROW(sasl_v0_refused, "counter",
+        "SaslHandshake v0 refused: a mechanism kadmit cannot follow, with a policy on."),
     ROW(frames_intercepted, "counter", "Frames buffered whole for inspection."),
     ROW(local_answers, "counter", "Responses written by kadmit itself."),
     ROW(backpressure_pauses, "counter", "Reads paused because the other side was slow."),

@@ -45,6 +45,7 @@ typedef struct ka_metrics {
     uint64_t unexpected_responses;    /* responses with nothing in flight */
     uint64_t sasl_raw_tokens;         /* raw SASL tokens after SaslHandshake v0 */
     uint64_t sasl_opaque_connections; /* connections passed through unframed */
+    uint64_t sasl_v0_refused;         /* SaslHandshake v0, unfollowed mechanism, policy on */
     uint64_t frames_intercepted;      /* frames buffered whole for a handler */
     uint64_t local_answers;           /* answers kadmit wrote itself */
     uint64_t backpressure_pauses;     /* reads stopped for a slow peer */

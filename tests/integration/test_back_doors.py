@@ -1,0 +1,199 @@
+"""Requests that once created partitions unjudged, against a real 1-broker KRaft cluster.
+
+Its own cluster on KADMIT_TEST_PORT_BASE + 300 (one broker, auto.create.topics.enable=true,
+num.partitions=1). kadmit runs with a policy whose limit is the broker's current replica count
+plus one, so a single auto-created topic of 1 partition fits and a second does not... except
+that each test pads the broker first so that nothing more fits.
+
+- SaslHandshake v0 naming a mechanism kadmit cannot follow (GSSAPI) would turn the connection
+  opaque: with a policy it is answered by kadmit with UNSUPPORTED_SASL_MECHANISM, and the
+  connection stays framed, so a CreateTopics on it is still judged.
+- SaslHandshake v0 for PLAIN reaches the broker (kadmit follows its one raw token).
+- Metadata v1-v3 auto-create with no flag: a denied one is sent on as v4 with the flag cleared and
+  answered at the client's version. Kafka 4.x no longer serves v0-3 at all, so the answer this
+  test reads can only come through kadmit's rewrite.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import kafka_wire  # noqa: E402
+from kadmit_proc import Kadmit  # noqa: E402
+from kafka_cluster import HOST, KafkaCluster, kadmit_bin, port_base  # noqa: E402
+
+UNSUPPORTED_SASL_MECHANISM = 33
+UNKNOWN_TOPIC_OR_PARTITION = 3
+REJECT = 88
+
+
+def _str(s: str) -> bytes:
+    b = s.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+def create_topics_v4(cid: int, name: str, partitions: int) -> bytes:
+    """CreateTopics v4: one topic, replication 1, the broker placing it."""
+    body = (struct.pack(">i", 1) + _str(name) + struct.pack(">ihii", partitions, 1, 0, 0)
+            + struct.pack(">i?", 30000, False))
+    return kafka_wire.request(19, 4, cid, body)
+
+
+def create_topics_v4_error(body: bytes) -> tuple[int, str | None]:
+    r = kafka_wire.Reader(body)
+    r.take(">i")  # throttle
+    n = r.take(">i")
+    assert n == 1
+    r.string()
+    code = r.take(">h")
+    return code, r.string()
+
+
+def sasl_handshake_v0(cid: int, mechanism: str) -> bytes:
+    return kafka_wire.request(17, 0, cid, _str(mechanism))
+
+
+def parse_sasl_handshake(body: bytes) -> tuple[int, list[str]]:
+    r = kafka_wire.Reader(body)
+    code = r.take(">h")
+    return code, r.array(r.string)
+
+
+def metadata_v1_to_v3(version: int, cid: int, topics: list[str]) -> bytes:
+    body = struct.pack(">i", len(topics)) + b"".join(_str(t) for t in topics)
+    return kafka_wire.request(3, version, cid, body)
+
+
+def parse_metadata_v1_to_v3(version: int, body: bytes) -> dict[str, int]:
+    """Topic name -> error code, reading every field the version has."""
+    r = kafka_wire.Reader(body)
+    if version >= 3:
+        r.take(">i")  # throttle
+
+    def broker():
+        r.take(">i")
+        r.string()
+        r.take(">i")
+        r.string()  # rack (v1+)
+
+    r.array(broker)
+    if version >= 2:
+        r.string()  # cluster id
+    r.take(">i")  # controller id
+
+    def partition():
+        r.take(">hii")
+        r.array(lambda: r.take(">i"))
+        r.array(lambda: r.take(">i"))
+
+    def topic():
+        code = r.take(">h")
+        name = r.string()
+        r.take(">?")
+        r.array(partition)
+        return name, code
+
+    return dict(r.array(topic))
+
+
+def topic_names(port: int) -> list[str]:
+    return [t["name"] for t in kafka_wire.metadata(HOST, port)["topics"]]
+
+
+class Bd:
+    def __init__(self, c: KafkaCluster, k: Kadmit):
+        self.c, self.k = c, k
+        self.broker = c.node(1).client_port
+        self.port = k.listen_port
+
+    def call(self, port: int, frame: bytes) -> bytes:
+        with kafka_wire.Connection(HOST, port, 10) as conn:
+            return conn.call(frame)[1]
+
+
+@pytest.fixture(scope="module")
+def bd(request):
+    binary = kadmit_bin()
+    if not binary.exists():
+        pytest.fail(f"kadmit binary not found at {binary} (set KADMIT_BIN)", pytrace=False)
+    d = Path(tempfile.mkdtemp(prefix="kadmit-bd-"))
+    c = KafkaCluster(d, brokers=1, port_base_=port_base() + 300)
+    n = c.node(1)
+    policy = d / "policy.json"
+    # The broker starts empty: a limit of 4 replicas, then 4 partitions created straight on the
+    # broker (past kadmit), leave no headroom for any creation.
+    policy.write_text(json.dumps({"max.broker.partitions": 4,
+                                  "metadata.refresh.interval.ms": 500,
+                                  "metadata.refresh.before.decision.ms": 1000}))
+    k = Kadmit(binary, d, "kadmit", n.sidecar_port, n.client_port, n.admin_port,
+               "--policy", str(policy))
+    failed = True
+    try:
+        c.start()
+        k.start()
+        b = Bd(c, k)
+        code, _ = create_topics_v4_error(b.call(b.broker, create_topics_v4(1, "pad", 4)))
+        assert code == 0
+        deadline = time.monotonic() + 60
+        while "pad" not in topic_names(b.port):
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        time.sleep(1.5)  # a view that has the pad topic
+        yield b
+        failed = False
+    finally:
+        k.stop()
+        c.stop()
+        if failed or request.session.testsfailed:
+            sys.stderr.write(f"\nback doors: cluster dir kept: {d}\n")
+        else:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def test_sasl_handshake_v0_for_gssapi_is_refused_and_the_connection_stays_judged(bd):
+    before = bd.k.metric("kadmit_sasl_v0_refused")
+    with kafka_wire.Connection(HOST, bd.port, 10) as conn:
+        _, body = conn.call(sasl_handshake_v0(7, "GSSAPI"))
+        code, mechanisms = parse_sasl_handshake(body)
+        assert code == UNSUPPORTED_SASL_MECHANISM
+        assert mechanisms == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
+        # Still Kafka-framed and still judged: a creation past the limit is rejected.
+        cid, body = conn.call(create_topics_v4(8, "after-gssapi", 3))
+        assert cid == 8
+        code, message = create_topics_v4_error(body)
+        assert code == REJECT, message
+        assert "max.broker.partitions" in (message or "")
+    assert bd.k.metric("kadmit_sasl_v0_refused") == before + 1
+    bd.k.wait_log("SaslHandshake v0 for a mechanism kadmit cannot follow")
+
+
+def test_sasl_handshake_v0_for_plain_reaches_the_broker(bd):
+    before = bd.k.metric("kadmit_sasl_v0_refused")
+    body = bd.call(bd.port, sasl_handshake_v0(9, "PLAIN"))
+    # The broker's answer on a PLAINTEXT listener, not kadmit's list.
+    code, mechanisms = parse_sasl_handshake(body)
+    assert (code, mechanisms) == parse_sasl_handshake(bd.call(bd.broker, sasl_handshake_v0(9, "PLAIN")))
+    assert bd.k.metric("kadmit_sasl_v0_refused") == before
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_metadata_v1_to_v3_auto_creation_past_the_limit_is_denied(bd, version):
+    topic = f"auto-v{version}-{int(time.time() * 1000)}"
+    before = bd.k.metric("kadmit_adm_auto_create_denials")
+    body = bd.call(bd.port, metadata_v1_to_v3(version, 20 + version, ["pad", topic]))
+    topics = parse_metadata_v1_to_v3(version, body)
+    assert topics == {"pad": 0, topic: UNKNOWN_TOPIC_OR_PARTITION}
+    assert bd.k.metric("kadmit_adm_auto_create_denials") == before + 1
+    time.sleep(1.0)
+    assert topic not in topic_names(bd.broker)
