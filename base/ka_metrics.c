@@ -72,6 +72,9 @@ static const metric_row_t rows[] = {
     ROW(ledger_failures, "counter", "Intents not written or not read back within the timeout."),
     ROW(ledger_records_malformed, "counter", "Ledger records refused when read back."),
     ROW(ledger_connected, "gauge", "1 while ledger appends and reads succeed."),
+    ROW(admission_healthy, "gauge",
+        "1 while admission can decide (a fresh cluster view; the ledger read when on); "
+        "while 0, enforce mode refuses admission requests and other traffic flows."),
     ROW(ledger_intents_live, "gauge", "Ledger intents of all sidecars that still count."),
     ROW(metadata_refreshes, "counter", "Cluster views built by the metadata client."),
     ROW(metadata_refresh_failures, "counter", "Metadata refresh attempts that failed."),

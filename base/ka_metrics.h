@@ -68,6 +68,7 @@ typedef struct ka_metrics {
     uint64_t ledger_failures;           /* intents not written or not read back in time */
     uint64_t ledger_records_malformed;  /* records read back and refused */
     uint64_t ledger_connected;          /* gauge: 1 while appends and reads succeed */
+    uint64_t admission_healthy;         /* gauge: 1 while admission can decide */
     uint64_t ledger_intents_live;       /* gauge: intents that still count */
     uint64_t metadata_refreshes;        /* cluster views built */
     uint64_t metadata_refresh_failures; /* refresh attempts that failed */

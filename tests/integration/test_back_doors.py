@@ -197,3 +197,9 @@ def test_metadata_v1_to_v3_auto_creation_past_the_limit_is_denied(bd, version):
     assert bd.k.metric("kadmit_adm_auto_create_denials") == before + 1
     time.sleep(1.0)
     assert topic not in topic_names(bd.broker)
+
+
+def test_admission_health_is_a_gauge_beside_readiness(bd):
+    assert bd.k.http("/readyz")[0] == 200
+    assert bd.k.metric("kadmit_admission_healthy") == 1
+    assert "admission healthy" in bd.k.wait_log("admission healthy")
