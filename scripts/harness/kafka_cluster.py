@@ -5,7 +5,7 @@ The harness that scripts/run.sh, the benchmarks (bench/) and the integration tes
 tests' conftest.py puts this directory on sys.path). Pure Python, standard library only. From
 the command line:
 
-    python3 scripts/harness/kafka_cluster.py start  --brokers 3 --dir DIR [--sidecars]
+    python3 scripts/harness/kafka_cluster.py start  --brokers 3 --dir DIR [--sidecars] [--kafka-version V]
     python3 scripts/harness/kafka_cluster.py status --dir DIR
     python3 scripts/harness/kafka_cluster.py stop   --dir DIR
 
@@ -20,6 +20,11 @@ $KADMIT_TEST_PORT_BASE (default 0):
 Every fixed port stays below Linux's ephemeral range (32768 and up by default),
 so an outgoing connection elsewhere on the machine can never be holding one
 when a broker starts.
+
+Other shapes (KafkaCluster arguments): controllers=K adds K process.roles=controller nodes
+(ids n+1.., CONTROLLER 2709(n+k)) and makes the brokers process.roles=broker; zookeeper=True
+(Kafka 3.x) runs the brokers in ZooKeeper mode against a ZooKeeper on 12090; racks sets
+broker.rack. version= or home= picks the Kafka (tests/kafka/fetch.sh VERSION).
 
 The sidecar is `$KADMIT_BIN --listen 127.0.0.1:909i --upstream 127.0.0.1:1909i
 --admin 127.0.0.1:1509i`.
@@ -58,17 +63,39 @@ def port_base() -> int:
     return int(os.environ.get("KADMIT_TEST_PORT_BASE", "0"))
 
 
-def kafka_home() -> Path:
-    if os.environ.get("KAFKA_HOME"):
+def kafka_home(version: str | None = None) -> Path:
+    """Where tests/kafka/fetch.sh puts a Kafka version (default: $KAFKA_HOME, else the pin)."""
+    if version is None and os.environ.get("KAFKA_HOME"):
         return Path(os.environ["KAFKA_HOME"])
-    out = subprocess.run([str(FETCH.parent / "kafka-home")], check=True, stdout=subprocess.PIPE, text=True)
+    out = subprocess.run([str(FETCH.parent / "kafka-home"), *([version] if version else [])],
+                         check=True, stdout=subprocess.PIPE, text=True)
     return Path(out.stdout.strip())
 
 
-def ensure_kafka() -> Path:
-    """Run tests/kafka/fetch.sh (idempotent; quick when the jars are cached)."""
-    out = subprocess.run(["bash", str(FETCH)], check=True, stdout=subprocess.PIPE, text=True)
+def ensure_kafka(version: str | None = None) -> Path:
+    """Run tests/kafka/fetch.sh for a version (default the pin; idempotent, quick when the
+    jars are cached) and return that version's Kafka home."""
+    out = subprocess.run(["bash", str(FETCH), *([version] if version else [])], check=True,
+                         stdout=subprocess.PIPE, text=True)
     return Path(out.stdout.strip().splitlines()[-1])
+
+
+def pinned_version() -> str:
+    """The Kafka version pinned in tests/kafka/pom.xml."""
+    import re
+    m = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", (FETCH.parent / "pom.xml").read_text())
+    if not m:
+        raise RuntimeError("no <kafka.version> in tests/kafka/pom.xml")
+    return m.group(1)
+
+
+def home_version(home: Path) -> str | None:
+    """The Kafka version of a fetched home, read from its kafka_2.13 jar's name."""
+    for jar in (Path(home) / "libs").glob("kafka_2.13-*.jar"):
+        v = jar.name[len("kafka_2.13-"):-len(".jar")]
+        if v and v[0].isdigit() and "-" not in v:
+            return v
+    return None
 
 
 def kadmit_bin() -> Path:
@@ -236,17 +263,104 @@ class Node:
         self.proc = Proc(f"broker {node_id}", self.dir / "broker.pid", self.log, str(self.config))
 
 
+class ControllerNode(Node):
+    """A KRaft node with process.roles=controller (separate-controller clusters): ids follow
+    the brokers' (n+1, n+2, ...); only its CONTROLLER port is used."""
+
+    def __init__(self, cluster: "KafkaCluster", node_id: int):
+        super().__init__(cluster, node_id)
+        self.dir = cluster.dir / f"controller-{node_id}"
+        self.config = self.dir / "server.properties"
+        self.log = self.dir / "controller.log"
+        self.proc = Proc(f"controller {node_id}", self.dir / "controller.pid", self.log,
+                         str(self.config))
+
+
+class ZooKeeper:
+    """A standalone ZooKeeper server for ZooKeeper-mode clusters (Kafka 3.x), started from the
+    zookeeper jar that Maven Central serves with that Kafka (it is in the Kafka home's libs).
+    Port 12090 + the cluster's port base."""
+
+    def __init__(self, cluster: "KafkaCluster"):
+        self.cluster = cluster
+        self.port = 12090 + cluster.port_base
+        self.dir = cluster.dir / "zookeeper"
+        self.config = self.dir / "zookeeper.properties"
+        self.log = self.dir / "zookeeper.log"
+        self.proc = Proc("zookeeper", self.dir / "zookeeper.pid", self.log, str(self.config))
+
+    @property
+    def connect(self) -> str:
+        return f"{HOST}:{self.port}"
+
+    def start(self, timeout: float = 60.0) -> None:
+        (self.dir / "data").mkdir(parents=True, exist_ok=True)
+        self.config.write_text("".join(f"{k}={v}\n" for k, v in {
+            "dataDir": self.dir / "data", "clientPort": self.port, "clientPortAddress": HOST,
+            "maxClientCnxns": 0, "admin.enableServer": "false", "tickTime": 500,
+            "4lw.commands.whitelist": "ruok"}.items()))
+        env = self.cluster.env(KAFKA_HEAP_OPTS="-Xms64m -Xmx256m",
+                               KAFKA_LOG4J_OPTS="-Dlog4j2.configurationFile="
+                               f"{self.cluster.home}/config/log4j2-broker.xml")
+        self.proc.spawn([str(FETCH.parent / "kafka-run-class"),
+                         "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(self.config)],
+                        env=env)
+        deadline = time.monotonic() + timeout
+        while not self.ruok():
+            if not self.proc.alive():
+                raise RuntimeError(f"zookeeper exited at start:\n{tail(self.log)}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"zookeeper not answering on {self.connect}")
+            time.sleep(0.2)
+
+    def ruok(self) -> bool:
+        try:
+            with socket.create_connection((HOST, self.port), timeout=1.0) as s:
+                s.sendall(b"ruok")
+                return s.recv(4) == b"imok"
+        except OSError:
+            return False
+
+    def stop(self, timeout: float = 15.0) -> None:
+        self.proc.stop(timeout)
+
+
 class KafkaCluster:
     def __init__(self, directory: Path | str, brokers: int = 3, port_base_: int | None = None,
-                 heap: str = "-Xms256m -Xmx768m"):
+                 heap: str = "-Xms256m -Xmx768m", version: str | None = None,
+                 home: Path | str | None = None, controllers: int = 0, zookeeper: bool = False,
+                 racks: list[str] | None = None):
+        """version: a Kafka version fetched by tests/kafka/fetch.sh (fetched here when missing);
+        home: a Kafka home to use as it is. Neither: $KAFKA_HOME, else the pin (as before).
+        Every Kafka process of this cluster runs from that home (KAFKA_HOME in its env).
+
+        The shape: by default every node is broker and controller (combined KRaft mode).
+        controllers=K runs K nodes with process.roles=controller beside the brokers, which
+        then have process.roles=broker. zookeeper=True runs a ZooKeeper-mode cluster (Kafka
+        3.x only) with its own ZooKeeper server. racks gives broker.rack per broker, in order."""
         if brokers not in (1, 3):
             raise ValueError("brokers must be 1 or 3")
+        if zookeeper and controllers:
+            raise ValueError("a ZooKeeper-mode cluster has no KRaft controllers")
+        if racks is not None and len(racks) != brokers:
+            raise ValueError("racks needs one rack per broker")
         self.dir = Path(directory).resolve()
         self.n = brokers
         self.port_base = port_base() if port_base_ is None else port_base_
         self.heap = heap
         self.nodes = [Node(self, i) for i in range(1, brokers + 1)]
-        self.home = kafka_home()
+        self.controller_nodes = [ControllerNode(self, brokers + i) for i in range(1, controllers + 1)]
+        self.zookeeper = ZooKeeper(self) if zookeeper else None
+        self.racks = racks
+        if home is not None:
+            self.home = Path(home)
+        elif version is not None:
+            self.home = kafka_home(version)
+            if not (self.home / "libs").is_dir() or home_version(self.home) != version:
+                self.home = ensure_kafka(version)
+        else:
+            self.home = kafka_home()
+        self.version = version or home_version(self.home)
         self.format_args: list[str] = []  # extra kafka-storage format arguments (subclasses)
 
     # -- addresses
@@ -262,9 +376,17 @@ class KafkaCluster:
     def node(self, node_id: int) -> Node:
         return self.nodes[node_id - 1]
 
+    @property
+    def mode(self) -> str:
+        """combined, separate (KRaft controllers on their own nodes) or zookeeper."""
+        if self.zookeeper is not None:
+            return "zookeeper"
+        return "separate" if self.controller_nodes else "combined"
+
     # -- setup
     def write_configs(self) -> None:
-        voters = ",".join(f"{n.id}@{HOST}:{n.controller_port}" for n in self.nodes)
+        voter_nodes = self.controller_nodes or self.nodes
+        voters = ",".join(f"{n.id}@{HOST}:{n.controller_port}" for n in voter_nodes)
         for n in self.nodes:
             (n.dir / "data").mkdir(parents=True, exist_ok=True)
             props = {
@@ -304,7 +426,42 @@ class KafkaCluster:
                 "share.coordinator.state.topic.replication.factor": self.n,
                 "share.coordinator.state.topic.min.isr": 1,
             }
+            self._shape_broker_props(n, props)
             n.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        for n in self.controller_nodes:  # a controller-only node: its listener and metadata log
+            props = {"log.dirs": str(n.dir / "data"), "process.roles": "controller",
+                     "listeners": f"CONTROLLER://{HOST}:{n.controller_port}",
+                     "node.id": n.id, "controller.quorum.voters": voters,
+                     "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+                     "controller.listener.names": "CONTROLLER",
+                     "controller.quorum.election.timeout.ms": 1000,
+                     "controller.quorum.fetch.timeout.ms": 2000,
+                     "broker.session.timeout.ms": 6000, "num.partitions": 1,
+                     "default.replication.factor": min(3, self.n)}
+            (n.dir / "data").mkdir(parents=True, exist_ok=True)
+            n.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+    def _shape_broker_props(self, n: Node, props: dict) -> None:
+        """Turn a combined-mode broker's properties into this cluster's shape."""
+        if self.racks is not None:
+            props["broker.rack"] = self.racks[n.id - 1]
+        if self.mode == "combined":
+            return
+        # Neither shape has a controller listener on the broker.
+        props["listeners"] = props["listeners"].rsplit(",CONTROLLER://", 1)[0]
+        if self.mode == "separate":
+            props["process.roles"] = "broker"
+            return
+        for k in ("process.roles", "node.id", "controller.quorum.voters",
+                  "controller.listener.names", "controller.quorum.election.timeout.ms",
+                  "controller.quorum.fetch.timeout.ms", "broker.heartbeat.interval.ms",
+                  "broker.session.timeout.ms"):
+            props.pop(k, None)
+        props["listener.security.protocol.map"] = "CLIENT:PLAINTEXT,DIRECT:PLAINTEXT,INTERNAL:PLAINTEXT"
+        props["broker.id"] = n.id
+        props["zookeeper.connect"] = self.zookeeper.connect
+        props["zookeeper.connection.timeout.ms"] = 30000
+        props["zookeeper.session.timeout.ms"] = 18000
 
     def format(self) -> None:
         """Write configs and format every node's storage (in parallel)."""
@@ -317,17 +474,26 @@ class KafkaCluster:
             with open(n.dir / "format.log", "wb") as log:
                 subprocess.run([tool("kafka-storage"), "format", "--ignore-formatted",
                                 "-t", cluster_id, "-c", str(n.config), *self.format_args],
-                               stdout=log, stderr=subprocess.STDOUT, check=True)
+                               stdout=log, stderr=subprocess.STDOUT, check=True, env=self.env())
 
-        with ThreadPoolExecutor(self.n) as ex:
-            list(ex.map(fmt, self.nodes))
+        if self.zookeeper is None:  # ZooKeeper-mode brokers format nothing
+            kraft = self.nodes + self.controller_nodes
+            with ThreadPoolExecutor(len(kraft)) as ex:
+                list(ex.map(fmt, kraft))
         (self.dir / "cluster.json").write_text(json.dumps(
-            {"brokers": self.n, "port_base": self.port_base}))
+            {"brokers": self.n, "port_base": self.port_base, "home": str(self.home)}))
+
+    def env(self, **extra: str) -> dict:
+        """The environment of this cluster's Kafka processes and tools: its own Kafka home."""
+        return dict(os.environ, KAFKA_HOME=str(self.home), **extra)
 
     # -- lifecycle
     def start_node(self, node_id: int) -> None:
         n = self.node(node_id)
-        env = dict(os.environ, KAFKA_HEAP_OPTS=self.heap)
+        self._spawn(n, self.heap)
+
+    def _spawn(self, n: Node, heap: str) -> None:
+        env = self.env(KAFKA_HEAP_OPTS=heap)
         env.pop("KAFKA_JVM_OPTS", None)
         env.pop("KAFKA_LOG4J_OPTS", None)
         n.proc.spawn([tool("kafka-server-start"), str(n.config)], env=env)
@@ -338,8 +504,14 @@ class KafkaCluster:
                 if port_open(port):
                     raise RuntimeError(f"port {port} is already in use; another cluster running? "
                                        "(set KADMIT_TEST_PORT_BASE to move)")
-        if not all((n.dir / "data" / "meta.properties").exists() for n in self.nodes):
+        if not self.dir.joinpath("cluster-id").exists() or not all(
+                (n.dir / "data" / "meta.properties").exists()
+                for n in self.nodes + self.controller_nodes):
             self.format()
+        if self.zookeeper is not None:
+            self.zookeeper.start()
+        for n in self.controller_nodes:
+            self._spawn(n, "-Xms128m -Xmx384m")
         for n in self.nodes:
             self.start_node(n.id)
         self.wait_ready(timeout)
@@ -417,8 +589,13 @@ class KafkaCluster:
         self.wait_ready(timeout, nodes=[node_id])
 
     def stop(self, timeout: float = 15.0) -> None:
+        # Brokers first: their controlled shutdown needs the controllers (or ZooKeeper).
         with ThreadPoolExecutor(self.n) as ex:
             list(ex.map(lambda n: n.proc.stop(timeout), self.nodes))
+        for n in self.controller_nodes:
+            n.proc.stop(timeout)
+        if self.zookeeper is not None:
+            self.zookeeper.stop(timeout)
 
     def status(self) -> dict:
         return {n.id: {"pid": n.proc.pid() if n.proc.alive() else None,
@@ -426,9 +603,13 @@ class KafkaCluster:
 
     def diagnostics(self, lines: int = 30) -> str:
         out = []
-        for n in self.nodes:
-            out.append(f"--- broker {n.id} ({'alive' if n.proc.alive() else 'DOWN'}) {n.log}")
-            out.append(tail(n.log, lines))
+        procs = [(f"broker {n.id}", n.proc, n.log) for n in self.nodes]
+        procs += [(f"controller {n.id}", n.proc, n.log) for n in self.controller_nodes]
+        if self.zookeeper is not None:
+            procs.append(("zookeeper", self.zookeeper.proc, self.zookeeper.log))
+        for label, proc, log in procs:
+            out.append(f"--- {label} ({'alive' if proc.alive() else 'DOWN'}) {log}")
+            out.append(tail(log, lines))
         return "\n".join(out)
 
 
@@ -535,7 +716,7 @@ def _load(directory: str, brokers: int | None) -> KafkaCluster:
     meta = d / "cluster.json"
     saved = json.loads(meta.read_text()) if meta.exists() else {}
     n = brokers or saved.get("brokers", 3)
-    return KafkaCluster(d, n, saved.get("port_base"))
+    return KafkaCluster(d, n, saved.get("port_base"), home=saved.get("home"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -545,11 +726,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", required=True, help="cluster state directory")
     ap.add_argument("--sidecars", action="store_true",
                     help="also start a kadmit sidecar per broker ($KADMIT_BIN)")
+    ap.add_argument("--kafka-version", default=None,
+                    help="Kafka version (fetched by tests/kafka/fetch.sh; default the pin)")
     args = ap.parse_args(argv)
 
     if args.command == "start":
-        ensure_kafka()
+        home = ensure_kafka(args.kafka_version)
         c = _load(args.dir, args.brokers)
+        if args.kafka_version and not (c.dir / "cluster.json").exists():
+            c = KafkaCluster(c.dir, c.n, c.port_base, home=home)
         if (c.dir / "cluster.json").exists() and c.port_base != port_base():
             print(f"note: reusing port base {c.port_base} recorded in {c.dir}", file=sys.stderr)
         t0 = time.monotonic()
