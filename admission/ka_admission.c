@@ -466,17 +466,23 @@ static int version_pending(const ka_adm_req_t *req, const ka_adm_outcome_t *out,
     return 0;
 }
 
-/* A whole-request API without a subset (StreamsGroupHeartbeat): one rejected
- * item refuses the request, so the admitted ones give their replicas back. */
-static int refuse_whole(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t *out)
+/* A rejected item of a whole-request API changes the whole request (no
+ * auto-creation; no heartbeat), so nothing it admitted will be created: the
+ * admitted items give their replicas back. */
+static void release_admitted(ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
 {
-    int rc;
-
     for (size_t i = 0; i < req->count; i++) {
         if (req->verdicts[i].reservation_id != 0)
             ka_reservations_release(ctx->ledger, req->verdicts[i].reservation_id);
         req->verdicts[i].reservation_id = 0;
     }
+}
+
+/* A whole-request API without a subset (StreamsGroupHeartbeat): answered. */
+static int refuse_whole(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t *out)
+{
+    int rc;
+
     if ((rc = pending_build(req, &out->pending)) < 0)
         return rc;
     return answer_all(req, ctx, out);
@@ -492,6 +498,7 @@ static int finish(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t *
         if (out->rejected == 0)
             return 0;
         out->decision = KA_ADM_D_REJECT;
+        release_admitted(req, ctx);
         if (d->subset == NULL)
             return refuse_whole(req, ctx, out);
         out->auto_create_denied = true;

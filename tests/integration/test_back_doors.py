@@ -1,9 +1,9 @@
-"""Requests that once created partitions unjudged, against a real 1-broker KRaft cluster.
+"""Requests that once created partitions unjudged, against real 1-broker KRaft clusters.
 
-Its own cluster on KADMIT_TEST_PORT_BASE + 300 (one broker, auto.create.topics.enable=true,
-num.partitions=1). kadmit runs with a policy whose limit is the broker's current replica count
-plus one, so a single auto-created topic of 1 partition fits and a second does not... except
-that each test pads the broker first so that nothing more fits.
+Two clusters of one broker (auto.create.topics.enable=true, num.partitions=1), each behind a
+kadmit with a policy, and a 4-partition topic made straight on the broker: the pinned Kafka on
+KADMIT_TEST_PORT_BASE + 300 with a limit of 4 (no headroom), Kafka 3.9 on + 320 with a limit of 5
+(one replica of headroom).
 
 - SaslHandshake v0 naming a mechanism kadmit cannot follow (GSSAPI) would turn the connection
   opaque: with a policy it is answered by kadmit with UNSUPPORTED_SASL_MECHANISM, and the
@@ -122,18 +122,17 @@ class Bd:
             return conn.call(frame)[1]
 
 
-@pytest.fixture(scope="module")
-def bd(request):
+def _start(request, offset: int, version: str | None, limit: int):
+    """A 1-broker cluster of `version` behind kadmit with max.broker.partitions `limit`, and a
+    4-partition topic made straight on the broker (past kadmit)."""
     binary = kadmit_bin()
     if not binary.exists():
         pytest.fail(f"kadmit binary not found at {binary} (set KADMIT_BIN)", pytrace=False)
     d = Path(tempfile.mkdtemp(prefix="kadmit-bd-"))
-    c = KafkaCluster(d, brokers=1, port_base_=port_base() + 300)
+    c = KafkaCluster(d, brokers=1, port_base_=port_base() + offset, version=version)
     n = c.node(1)
     policy = d / "policy.json"
-    # The broker starts empty: a limit of 4 replicas, then 4 partitions created straight on the
-    # broker (past kadmit), leave no headroom for any creation.
-    policy.write_text(json.dumps({"max.broker.partitions": 4,
+    policy.write_text(json.dumps({"max.broker.partitions": limit,
                                   "metadata.refresh.interval.ms": 500,
                                   "metadata.refresh.before.decision.ms": 1000}))
     k = Kadmit(binary, d, "kadmit", n.sidecar_port, n.client_port, n.admin_port,
@@ -159,6 +158,18 @@ def bd(request):
             sys.stderr.write(f"\nback doors: cluster dir kept: {d}\n")
         else:
             shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def bd(request):
+    """The pinned Kafka; the pad topic leaves no headroom."""
+    yield from _start(request, 300, None, 4)
+
+
+@pytest.fixture(scope="module")
+def bd39(request):
+    """Kafka 3.9, the last line that serves Metadata v0-3; headroom for one replica."""
+    yield from _start(request, 320, "3.9.2", 5)
 
 
 def test_sasl_handshake_v0_for_gssapi_is_refused_and_the_connection_stays_judged(bd):
@@ -187,16 +198,42 @@ def test_sasl_handshake_v0_for_plain_reaches_the_broker(bd):
     assert bd.k.metric("kadmit_sasl_v0_refused") == before
 
 
+def _metadata_denied(b: Bd, version: int, names: list[str]) -> None:
+    before = b.k.metric("kadmit_adm_auto_create_denials")
+    body = b.call(b.port, metadata_v1_to_v3(version, 20 + version, ["pad", *names]))
+    topics = parse_metadata_v1_to_v3(version, body)
+    assert topics == {"pad": 0, **{t: UNKNOWN_TOPIC_OR_PARTITION for t in names}}
+    assert b.k.metric("kadmit_adm_auto_create_denials") == before + 1
+    time.sleep(1.0)
+    assert not set(names) & set(topic_names(b.broker))
+
+
 @pytest.mark.parametrize("version", [1, 2, 3])
 def test_metadata_v1_to_v3_auto_creation_past_the_limit_is_denied(bd, version):
-    topic = f"auto-v{version}-{int(time.time() * 1000)}"
-    before = bd.k.metric("kadmit_adm_auto_create_denials")
-    body = bd.call(bd.port, metadata_v1_to_v3(version, 20 + version, ["pad", topic]))
-    topics = parse_metadata_v1_to_v3(version, body)
-    assert topics == {"pad": 0, topic: UNKNOWN_TOPIC_OR_PARTITION}
-    assert bd.k.metric("kadmit_adm_auto_create_denials") == before + 1
-    time.sleep(1.0)
-    assert topic not in topic_names(bd.broker)
+    """Kafka 4.x serves no Metadata v0-3: only kadmit's v4 rewrite can answer at all."""
+    _metadata_denied(bd, version, [f"auto-v{version}-{int(time.time() * 1000)}"])
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_metadata_v1_to_v3_auto_creation_past_the_limit_is_denied_on_kafka_3_9(bd39, version):
+    """Two new topics of 1 partition where one fits: the request loses auto-creation."""
+    stamp = int(time.time() * 1000)
+    _metadata_denied(bd39, version, [f"a-v{version}-{stamp}", f"b-v{version}-{stamp}"])
+
+
+def test_metadata_v1_auto_creation_within_the_limit_goes_on_unchanged_on_kafka_3_9(bd39):
+    """The one replica of headroom: forwarded as v1, and the broker creates the topic."""
+    topic = f"fits-v1-{int(time.time() * 1000)}"
+    before = bd39.k.metric("kadmit_adm_auto_create_denials")
+    deadline = time.monotonic() + 30
+    while True:
+        topics = parse_metadata_v1_to_v3(1, bd39.call(bd39.port, metadata_v1_to_v3(1, 5, [topic])))
+        if topics.get(topic) == 0:
+            break
+        assert time.monotonic() < deadline, topics
+        time.sleep(0.5)
+    assert topic in topic_names(bd39.broker)
+    assert bd39.k.metric("kadmit_adm_auto_create_denials") == before
 
 
 def test_admission_health_is_a_gauge_beside_readiness(bd):

@@ -87,6 +87,8 @@ static void test_metadata_v0_to_v3_denied_goes_on_as_v4_without_auto_creation(vo
         assert_int_equal(o.action, KA_ADM_REWRITE);
         assert_true(o.auto_create_denied);
         assert_int_equal(o.api_version, ver);
+        /* Nothing will be created, so nothing stays reserved. */
+        assert_false(ka_reservations_has_topic(f->ledger, S("new-topic")));
         ka_arena_init(&arena, 1 << 20);
         fx_decode_request(o.bytes, o.len, &arena, &rv, &fwd);
         assert_int_equal(rv, 4);
@@ -136,6 +138,28 @@ static void test_metadata_v0_to_v3_that_fits_or_names_known_topics_passes(void *
         free(frame);
         fx_free(f);
     }
+}
+
+/* Of two new topics the first fits and the second does not: the request loses
+ * auto-creation, so the first gives its reservation back (else it would hold
+ * headroom for a topic that is never created). */
+static void test_metadata_denied_request_keeps_no_reservation(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new("{\"max.broker.partitions\": 10, \"brokers\": {\"1\": "
+                     "{\"max.broker.partitions\": 11}}}"); /* room for one 2 x 3 topic */
+    size_t len;
+    uint8_t *frame = md_request(12, 8, "first-new", "second-new", &len);
+    ka_adm_outcome_t o;
+
+    assert_int_equal(ka_adm_request(&f->ctx, frame, len, &o), 0);
+    assert_int_equal(o.action, KA_ADM_REWRITE);
+    assert_int_equal(o.admitted, 1);
+    assert_int_equal(o.rejected, 1);
+    assert_false(ka_reservations_has_topic(f->ledger, S("first-new")));
+    ka_adm_outcome_release(&o);
+    free(frame);
+    fx_free(f);
 }
 
 /* v4 and later keep their version: only the flag changes, no response rework. */
@@ -313,6 +337,7 @@ int main(void)
         cmocka_unit_test(test_metadata_v0_to_v3_denied_goes_on_as_v4_without_auto_creation),
         cmocka_unit_test(test_metadata_v0_to_v3_that_fits_or_names_known_topics_passes),
         cmocka_unit_test(test_metadata_v4_denied_keeps_its_version_and_response),
+        cmocka_unit_test(test_metadata_denied_request_keeps_no_reservation),
         cmocka_unit_test(test_streams_internal_topics_that_fit_are_reserved),
         cmocka_unit_test(test_streams_internal_topics_over_the_limit_refuse_the_heartbeat),
         cmocka_unit_test(test_streams_audit_mode_forwards_the_refused_heartbeat),
