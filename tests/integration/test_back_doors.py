@@ -43,11 +43,15 @@ def _str(s: str) -> bytes:
     return struct.pack(">h", len(b)) + b
 
 
-def create_topics_v4(cid: int, name: str, partitions: int) -> bytes:
-    """CreateTopics v4: one topic, replication 1, the broker placing it."""
-    body = (struct.pack(">i", 1) + _str(name) + struct.pack(">ihii", partitions, 1, 0, 0)
+def create_topics_v4_rf(cid: int, name: str, partitions: int, rf: int) -> bytes:
+    """CreateTopics v4: one topic, the broker placing it."""
+    body = (struct.pack(">i", 1) + _str(name) + struct.pack(">ihii", partitions, rf, 0, 0)
             + struct.pack(">i?", 30000, False))
     return kafka_wire.request(19, 4, cid, body)
+
+
+def create_topics_v4(cid: int, name: str, partitions: int) -> bytes:
+    return create_topics_v4_rf(cid, name, partitions, 1)
 
 
 def create_topics_v4_error(body: bytes) -> tuple[int, str | None]:
@@ -107,6 +111,11 @@ def parse_metadata_v1_to_v3(version: int, body: bytes) -> dict[str, int]:
     return dict(r.array(topic))
 
 
+def call(port: int, frame: bytes) -> bytes:
+    with kafka_wire.Connection(HOST, port, 10) as conn:
+        return conn.call(frame)[1]
+
+
 def topic_names(port: int) -> list[str]:
     return [t["name"] for t in kafka_wire.metadata(HOST, port)["topics"]]
 
@@ -118,8 +127,7 @@ class Bd:
         self.port = k.listen_port
 
     def call(self, port: int, frame: bytes) -> bytes:
-        with kafka_wire.Connection(HOST, port, 10) as conn:
-            return conn.call(frame)[1]
+        return call(port, frame)
 
 
 def _start(request, offset: int, version: str | None, limit: int):
@@ -240,3 +248,102 @@ def test_admission_health_is_a_gauge_beside_readiness(bd):
     assert bd.k.http("/readyz")[0] == 200
     assert bd.k.metric("kadmit_admission_healthy") == 1
     assert "admission healthy" in bd.k.wait_log("admission healthy")
+
+
+# --- the shipped deploy's broker listeners -------------------------------------------------
+
+COMPOSE = HERE.parents[1] / "deploy" / "docker" / "compose.yml"
+PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+
+
+def compose_security_props() -> dict[str, str]:
+    """The broker settings deploy/docker/compose.yml gives its INTERNAL and CONTROLLER
+    listeners and its authorizer, as server.properties names."""
+    import yaml
+    env = yaml.safe_load(COMPOSE.read_text())["x-kafka-environment"]
+    keep = ("SASL", "AUTHORIZER", "SUPER_USERS", "SECURITY_PROTOCOL_MAP")
+    return {k[len("KAFKA_"):].lower().replace("_", "."): str(v)
+            for k, v in env.items() if any(w in k for w in keep)}
+
+
+class SecuredListenersCluster(KafkaCluster):
+    """The harness's cluster with compose.yml's INTERNAL and CONTROLLER security, and the
+    JAAS entries its header tells an operator to write (here with a throwaway password)."""
+
+    def write_configs(self) -> None:
+        super().write_configs()
+        props = compose_security_props()
+        ours = dict(x.split(":") for x in props.pop("listener.security.protocol.map").split(","))
+        jaas = (f'{PLAIN} required username="broker" password="{self.password}" '
+                f'user_broker="{self.password}";')
+        for n in self.nodes:
+            lines = n.config.read_text().splitlines()
+            out = []
+            for line in lines:
+                k, _, v = line.partition("=")
+                if k == "listener.security.protocol.map":
+                    harness = dict(x.split(":") for x in v.split(","))
+                    harness.update({name: ours[name] for name in ("INTERNAL", "CONTROLLER")})
+                    line = k + "=" + ",".join(f"{a}:{b}" for a, b in harness.items())
+                out.append(line)
+            out += [f"{k}={v}" for k, v in props.items()]
+            out += [f"listener.name.{name}.plain.sasl.jaas.config={jaas}"
+                    for name in ("internal", "controller")]
+            n.config.write_text("\n".join(out) + "\n")
+
+
+def test_compose_broker_listeners_authenticate_and_still_carry_a_cluster(request, topic_name):
+    """Three brokers with the compose file's INTERNAL/CONTROLLER settings form a quorum and
+    replicate; a connection to INTERNAL without SASL gets nothing, not even Metadata."""
+    d = Path(tempfile.mkdtemp(prefix="kadmit-bd-sec-"))
+    c = SecuredListenersCluster(d, brokers=3, port_base_=port_base() + 340)
+    c.password = "throwaway-" + topic_name[-6:]
+    ok = False
+    try:
+        c.start()
+        n1 = c.node(1)
+        body = call(n1.direct_port, create_topics_v4_rf(1, topic_name, 3, 3))
+        assert create_topics_v4_error(body)[0] == 0
+        deadline = time.monotonic() + 60
+        while True:
+            md = kafka_wire.metadata(HOST, n1.direct_port, topics=[topic_name])
+            parts = md["topics"][0]["partitions"] if md["topics"] else []
+            if len(parts) == 3 and all(len(p["isr"]) == 3 for p in parts):
+                break  # replicated over the SASL INTERNAL listener
+            assert time.monotonic() < deadline, md
+            time.sleep(0.5)
+        with pytest.raises((ConnectionError, OSError)):
+            with kafka_wire.Connection(HOST, n1.internal_port, 5) as conn:
+                conn.call(kafka_wire.metadata_request(1, [topic_name]))
+        with pytest.raises((ConnectionError, OSError)):
+            with kafka_wire.Connection(HOST, n1.controller_port, 5) as conn:
+                conn.call(create_topics_v4(2, topic_name + "-x", 1))
+        ok = True
+    finally:
+        c.stop()
+        if ok and not request.session.testsfailed:
+            shutil.rmtree(d, ignore_errors=True)
+        else:
+            sys.stderr.write(f"\nsecured listeners: cluster dir kept: {d}\n")
+
+
+def test_kubernetes_broker_listeners_match_the_compose_demo():
+    """statefulset.yaml secures INTERNAL and CONTROLLER exactly as compose.yml (the settings
+    the test above runs), its JAAS entries take the password from a Secret, and the headless
+    Service no longer publishes those listeners."""
+    import yaml
+    root = HERE.parents[1] / "deploy" / "kubernetes"
+    sts = yaml.safe_load((root / "statefulset.yaml").read_text())
+    kafka = next(c for c in sts["spec"]["template"]["spec"]["containers"] if c["name"] == "kafka")
+    env = {e["name"]: e for e in kafka["env"]}
+    keep = ("SASL", "AUTHORIZER", "SUPER_USERS", "SECURITY_PROTOCOL_MAP")
+    k8s = {k[len("KAFKA_"):].lower().replace("_", "."): e["value"] for k, e in env.items()
+           if k.startswith("KAFKA_") and any(w in k for w in keep) and "JAAS" not in k}
+    assert k8s == compose_security_props()
+    assert env["BROKER_SASL_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "kafka-broker-sasl"
+    for name in ("INTERNAL", "CONTROLLER"):
+        jaas = env[f"KAFKA_LISTENER_NAME_{name}_PLAIN_SASL_JAAS_CONFIG"]["value"]
+        assert 'username="broker" password="$(BROKER_SASL_PASSWORD)"' in jaas
+    services = list(yaml.safe_load_all((root / "services.yaml").read_text()))
+    ports = {p["name"] for s in services for p in s["spec"]["ports"]}
+    assert ports == {"kafka", "admin"}
