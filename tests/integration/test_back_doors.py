@@ -347,3 +347,84 @@ def test_kubernetes_broker_listeners_match_the_compose_demo():
     services = list(yaml.safe_load_all((root / "services.yaml").read_text()))
     ports = {p["name"] for s in services for p in s["spec"]["ports"]}
     assert ports == {"kafka", "admin"}
+
+
+# --- a Kafka Streams application ---------------------------------------------------------
+
+STREAMS_DIR = HERE / "java" / "streams"
+
+
+def streams_classpath() -> str:
+    """kafka-streams at the pinned version (its own pom), fetched once into the test cache,
+    and StreamsApp compiled against it."""
+    import os
+    import subprocess
+    cache = Path(os.environ.get("KADMIT_CACHE", Path.home() / ".cache" / "kadmit")) / "streams-4.3.1"
+    libs, classes = cache / "libs", cache / "classes"
+    if not (libs / "kafka-streams-4.3.1.jar").exists():
+        subprocess.run(["mvn", "-q", "-B", "-f", str(STREAMS_DIR / "pom.xml"),
+                        "dependency:copy-dependencies", f"-DoutputDirectory={libs}"],
+                       check=True, timeout=600)
+    subprocess.run(["javac", "-cp", f"{libs}/*", "-d", str(classes),
+                    str(STREAMS_DIR / "StreamsApp.java")], check=True, timeout=300)
+    return f"{classes}:{libs}/*"
+
+
+def run_streams(cp: str, bootstrap: str, app: str, topic: str, protocol: str,
+                seconds: int) -> str:
+    import subprocess
+    out = subprocess.run(["java", "-cp", cp, "StreamsApp", bootstrap, app, topic, protocol,
+                          str(seconds)], capture_output=True, text=True, timeout=seconds + 60)
+    return out.stdout + out.stderr
+
+
+def test_streams_group_internal_topics_are_judged(request):
+    """A Kafka Streams app on the streams rebalance protocol (KIP-1071), whose repartition and
+    changelog topics (4 partitions each, from a 4-partition input) the broker would create from
+    its heartbeat: with no headroom, kadmit refuses the heartbeat with the policy's code and
+    message, and neither topic exists. With headroom, the app runs and both topics exist."""
+    cp = streams_classpath()
+    binary = kadmit_bin()
+    d = Path(tempfile.mkdtemp(prefix="kadmit-bd-streams-"))
+    c = KafkaCluster(d, brokers=1, port_base_=port_base() + 360)
+    n = c.node(1)
+    policy = d / "policy.json"
+    # 4 replicas of the input, then no headroom; 44 (POLICY_VIOLATION) stops the app at once.
+    policy.write_text(json.dumps({"max.broker.partitions": 4, "reject.error.code": 44,
+                                  "metadata.refresh.interval.ms": 500}))
+    k = Kadmit(binary, d, "kadmit", n.sidecar_port, n.client_port, n.admin_port,
+               "--policy", str(policy))
+    ok = False
+    try:
+        c.start()
+        k.start()
+        assert create_topics_v4_error(call(n.client_port, create_topics_v4(1, "words", 4)))[0] == 0
+        time.sleep(2)
+        bootstrap = f"{HOST}:{n.sidecar_port}"
+        out = run_streams(cp, bootstrap, "wc", "words", "streams", 60)
+        assert "max.broker.partitions" in out, out
+        assert "STATE RUNNING" not in out, out
+        label = ('kadmit_admission_decisions_total{api="StreamsGroupHeartbeat",'
+                 'decision="reject",reason="limit"}')
+        assert k.metric(label) >= 1, k.log_text()[-3000:]
+        names = topic_names(n.client_port)
+        assert not [t for t in names if t.startswith("wc-")], names
+
+        policy.write_text(json.dumps({"max.broker.partitions": 100,
+                                      "metadata.refresh.interval.ms": 500}))
+        k.wait_log("policy reloaded", timeout=20)
+        out = run_streams(cp, bootstrap, "wc", "words", "streams", 90)
+        assert "STATE RUNNING" in out, out
+        names = topic_names(n.client_port)
+        assert [t for t in names if t.startswith("wc-") and t.endswith("-changelog")], names
+        assert [t for t in names if t.startswith("wc-") and t.endswith("-repartition")], names
+        assert k.metric('kadmit_admission_decisions_total{api="StreamsGroupHeartbeat",'
+                        'decision="admit",reason="none"}') >= 1, k.log_text()[-3000:]
+        ok = True
+    finally:
+        k.stop()
+        c.stop()
+        if ok and not request.session.testsfailed:
+            shutil.rmtree(d, ignore_errors=True)
+        else:
+            sys.stderr.write(f"\nstreams: cluster dir kept: {d}\n")
