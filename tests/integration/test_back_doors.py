@@ -130,21 +130,28 @@ class Bd:
         return call(port, frame)
 
 
-def _start(request, offset: int, version: str | None, limit: int):
-    """A 1-broker cluster of `version` behind kadmit with max.broker.partitions `limit`, and a
-    4-partition topic made straight on the broker (past kadmit)."""
+def one_broker(prefix: str, offset: int, version: str | None, policy_doc: dict):
+    """A 1-broker cluster (not started) and a kadmit in front of it with this policy (a fast
+    metadata refresh added): (dir, cluster, kadmit, policy path)."""
     binary = kadmit_bin()
     if not binary.exists():
         pytest.fail(f"kadmit binary not found at {binary} (set KADMIT_BIN)", pytrace=False)
-    d = Path(tempfile.mkdtemp(prefix="kadmit-bd-"))
+    d = Path(tempfile.mkdtemp(prefix=prefix))
     c = KafkaCluster(d, brokers=1, port_base_=port_base() + offset, version=version)
     n = c.node(1)
     policy = d / "policy.json"
-    policy.write_text(json.dumps({"max.broker.partitions": limit,
-                                  "metadata.refresh.interval.ms": 500,
-                                  "metadata.refresh.before.decision.ms": 1000}))
+    policy.write_text(json.dumps({**policy_doc, "metadata.refresh.interval.ms": 500}))
     k = Kadmit(binary, d, "kadmit", n.sidecar_port, n.client_port, n.admin_port,
                "--policy", str(policy))
+    return d, c, k, policy
+
+
+def _start(request, offset: int, version: str | None, limit: int):
+    """A 1-broker cluster of `version` behind kadmit with max.broker.partitions `limit`, and a
+    4-partition topic made straight on the broker (past kadmit)."""
+    d, c, k, _ = one_broker("kadmit-bd-", offset, version,
+                            {"max.broker.partitions": limit,
+                             "metadata.refresh.before.decision.ms": 1000})
     failed = True
     try:
         c.start()
@@ -384,16 +391,10 @@ def test_streams_group_internal_topics_are_judged(request):
     its heartbeat: with no headroom, kadmit refuses the heartbeat with the policy's code and
     message, and neither topic exists. With headroom, the app runs and both topics exist."""
     cp = streams_classpath()
-    binary = kadmit_bin()
-    d = Path(tempfile.mkdtemp(prefix="kadmit-bd-streams-"))
-    c = KafkaCluster(d, brokers=1, port_base_=port_base() + 360)
-    n = c.node(1)
-    policy = d / "policy.json"
     # 4 replicas of the input, then no headroom; 44 (POLICY_VIOLATION) stops the app at once.
-    policy.write_text(json.dumps({"max.broker.partitions": 4, "reject.error.code": 44,
-                                  "metadata.refresh.interval.ms": 500}))
-    k = Kadmit(binary, d, "kadmit", n.sidecar_port, n.client_port, n.admin_port,
-               "--policy", str(policy))
+    d, c, k, policy = one_broker("kadmit-bd-streams-", 360, None,
+                                 {"max.broker.partitions": 4, "reject.error.code": 44})
+    n = c.node(1)
     ok = False
     try:
         c.start()
