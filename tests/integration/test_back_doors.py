@@ -303,7 +303,7 @@ def test_compose_broker_listeners_authenticate_and_still_carry_a_cluster(request
     """Three brokers with the compose file's INTERNAL/CONTROLLER settings form a quorum and
     replicate; a connection to INTERNAL without SASL gets nothing, not even Metadata."""
     d = Path(tempfile.mkdtemp(prefix="kadmit-bd-sec-"))
-    c = SecuredListenersCluster(d, brokers=3, port_base_=port_base() + 340)
+    c = SecuredListenersCluster(d, brokers=3, port_base_=port_base() + 440)
     c.password = "throwaway-" + topic_name[-6:]
     ok = False
     try:
@@ -392,7 +392,7 @@ def test_streams_group_internal_topics_are_judged(request):
     message, and neither topic exists. With headroom, the app runs and both topics exist."""
     cp = streams_classpath()
     # 4 replicas of the input, then no headroom; 44 (POLICY_VIOLATION) stops the app at once.
-    d, c, k, policy = one_broker("kadmit-bd-streams-", 360, None,
+    d, c, k, policy = one_broker("kadmit-bd-streams-", 480, None,
                                  {"max.broker.partitions": 4, "reject.error.code": 44})
     n = c.node(1)
     ok = False
