@@ -17,6 +17,7 @@ enum ka_adm_api {
     KA_ADM_CREATE_PARTITIONS,
     KA_ADM_REASSIGN,
     KA_ADM_METADATA,
+    KA_ADM_STREAMS_HEARTBEAT, /* a streams group's internal topics (KIP-1071) */
     KA_ADM_API_COUNT
 };
 

@@ -391,7 +391,7 @@ static int pending_build(const ka_adm_req_t *req, ka_adm_pending_t **out)
     if (p == NULL)
         return KA_ENOMEM;
     p->api_key = req->desc->api_key;
-    p->api_version = req->hdr.request_api_version;
+    p->api_version = p->client_version = req->hdr.request_api_version;
     p->items = calloc(req->count, sizeof(*p->items));
     if (p->items == NULL)
         return KA_ENOMEM;
@@ -455,6 +455,46 @@ static int rewrite(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t 
     return rc < 0 ? rc : ka_adm_encode_request(req, ctx->max_frame, &out->bytes, &out->len);
 }
 
+/* A Metadata request forwarded at another version than the client's: the
+ * response comes back through ka_adm_response to be re-encoded. */
+static int version_pending(const ka_adm_req_t *req, const ka_adm_outcome_t *out,
+                           ka_adm_pending_t **pending)
+{
+    ka_adm_pending_t *p;
+
+    if (req->hdr.request_api_version == out->api_version)
+        return 0;
+    if ((p = calloc(1, sizeof(*p))) == NULL)
+        return KA_ENOMEM;
+    p->api_key = req->desc->api_key;
+    p->api_version = req->hdr.request_api_version;
+    p->client_version = out->api_version;
+    *pending = p;
+    return 0;
+}
+
+/* A rejected item of a whole-request API changes the whole request (no
+ * auto-creation; no heartbeat), so nothing it admitted will be created: the
+ * admitted items give their replicas back. */
+static void release_admitted(ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
+{
+    for (size_t i = 0; i < req->count; i++) {
+        if (req->verdicts[i].reservation_id != 0)
+            ka_reservations_release(ctx->ledger, req->verdicts[i].reservation_id);
+        req->verdicts[i].reservation_id = 0;
+    }
+}
+
+/* A whole-request API without a subset (StreamsGroupHeartbeat): answered. */
+static int refuse_whole(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t *out)
+{
+    int rc;
+
+    if ((rc = pending_build(req, &out->pending)) < 0)
+        return rc;
+    return answer_all(req, ctx, out);
+}
+
 static int finish(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t *out)
 {
     const ka_adm_api_desc_t *d = req->desc;
@@ -465,8 +505,13 @@ static int finish(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t *
         if (out->rejected == 0)
             return 0;
         out->decision = KA_ADM_D_REJECT;
+        release_admitted(req, ctx);
+        if (d->subset == NULL)
+            return refuse_whole(req, ctx, out);
         out->auto_create_denied = true;
-        return rewrite(req, ctx, out);
+        if ((rc = rewrite(req, ctx, out)) < 0)
+            return rc;
+        return version_pending(req, out, &out->pending);
     }
     if (out->rejected > 0 || any_reservation(req))
         if ((rc = pending_build(req, &out->pending)) < 0)
@@ -553,8 +598,8 @@ int ka_adm_response(ka_adm_pending_t *p, const uint8_t *frame, size_t len, size_
         goto done;
     rc = d->merge(d, p, resp, &arena, &merged);
     if (rc == 0 && merged)
-        rc = ka_adm_encode_response(p->api_key, p->api_version, rh.correlation_id, rh.tagged_fields,
-                                    resp, max_frame, out, out_len);
+        rc = ka_adm_encode_response(p->api_key, p->client_version, rh.correlation_id,
+                                    rh.tagged_fields, resp, max_frame, out, out_len);
 done:
     ka_arena_destroy(&arena);
     return rc;

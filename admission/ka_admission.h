@@ -77,7 +77,11 @@ typedef struct ka_adm_item {
 
 typedef struct ka_adm_pending {
     int16_t api_key;
-    int16_t api_version;
+    int16_t api_version; /* of the request as forwarded */
+    /* The version the client asked for, which a merged response is encoded
+     * at: api_version but for a request kadmit sent on at another (Metadata
+     * v0-3 as v4, to clear auto-creation). */
+    int16_t client_version;
     size_t count;
     ka_adm_item_t *items;
     size_t local_count; /* > 0: the response is merged */

@@ -395,12 +395,185 @@ static int md_judge(const ka_decision_context_t *dctx, ka_adm_req_t *req)
     return ka_engine_auto_create(dctx, req->inputs, req->count, true, req->verdicts);
 }
 
-/* A denied auto-creation forwards the request with the flag cleared. */
+/*
+ * A denied auto-creation forwards the request with the flag cleared. Before
+ * v4 there is no flag: those versions auto-create whenever the broker
+ * allows it, so the request goes on as v4 (same request header, same topic
+ * list) and the broker's answer is re-encoded at the client's version
+ * (ka_adm_response). v0's empty list means every topic, v4's none, but an
+ * empty list has no item, so it is never rewritten.
+ */
 static int md_subset(ka_adm_req_t *req)
 {
     struct ka_metadata_request *m = req->msg;
 
     m->allow_auto_topic_creation = 0;
+    if (req->hdr.request_api_version < KA_ADM_METADATA_FLAG_VERSION)
+        req->hdr.request_api_version = KA_ADM_METADATA_FLAG_VERSION;
+    return 0;
+}
+
+/* Only a request sent on at another version has something to do: the
+ * response is re-encoded, fields the client's version lacks left out. */
+static int md_merge(const ka_adm_api_desc_t *d, ka_adm_pending_t *p, void *resp, ka_arena_t *arena,
+                    bool *rewrite)
+{
+    (void)d;
+    (void)resp;
+    (void)arena;
+    *rewrite = p->client_version != p->api_version;
+    return 0;
+}
+
+/* --- StreamsGroupHeartbeat: a streams group's internal topics -------------- */
+
+/*
+ * A heartbeat that carries a topology (KIP-1071) makes the group
+ * coordinator create every repartition and changelog topic of it that does
+ * not exist, placed by the broker. Each is an item, judged like an
+ * auto-created topic with its own counts (ka_engine_broker_creates).
+ *
+ * The counts follow the coordinator: a subtopology has as many tasks as its
+ * widest input (source topics from the view, repartition topics with a
+ * fixed count, and repartition topics written by another subtopology, which
+ * take that one's task count); its changelog topics have one partition per
+ * task. A topic whose count cannot be known yet (a source topic missing
+ * from the view) is not created by the broker either, which answers
+ * MISSING_SOURCE_TOPICS; it is judged when a later topology names it again.
+ */
+static int32_t sh_source_width(const ka_adm_ctx_t *ctx,
+                               const struct ka_streamsgroupheartbeat_request_subtopology *s)
+{
+    int32_t width = 0;
+
+    for (int32_t i = 0; ctx->view != NULL && i < s->source_topics.count; i++) {
+        const ka_cluster_topic_t *t = ka_cluster_find_topic(ctx->view, s->source_topics.items[i]);
+        int32_t n = t != NULL ? ka_cluster_topic_partition_count(t) : 0;
+
+        if (t == NULL)
+            return -1; /* the coordinator waits for every source topic */
+        width = n > width ? n : width;
+    }
+    return width;
+}
+
+/* The task count of the subtopology that writes repartition topic `name`, or 0. */
+static int32_t sh_writer_width(const struct ka_streamsgroupheartbeat_request_topology *t,
+                               const int32_t *width, ka_slice_t name)
+{
+    for (int32_t i = 0; i < t->subtopologies.count; i++) {
+        const ka_slice_array_t *sinks = &t->subtopologies.items[i].repartition_sink_topics;
+
+        for (int32_t j = 0; j < sinks->count; j++)
+            if (width[i] > 0 && ka_adm_slice_eq(sinks->items[j], name))
+                return width[i];
+    }
+    return 0;
+}
+
+/* Each subtopology's task count into width (0: not known yet). */
+static void sh_widths(const ka_adm_ctx_t *ctx,
+                      const struct ka_streamsgroupheartbeat_request_topology *t, int32_t *width)
+{
+    size_t n = count_of(t->subtopologies.count);
+
+    /* -1 while a source topic is missing: such a subtopology stays unknown. */
+    for (size_t i = 0; i < n; i++)
+        width[i] = sh_source_width(ctx, &t->subtopologies.items[i]);
+    /* Repartition topics pass counts downstream; n rounds reach every chain. */
+    for (size_t round = 0; round < n; round++) {
+        for (size_t i = 0; i < n; i++) {
+            const struct ka_streamsgroupheartbeat_request_subtopology *s =
+                &t->subtopologies.items[i];
+
+            for (int32_t j = 0; width[i] >= 0 && j < s->repartition_source_topics.count; j++) {
+                const struct ka_streamsgroupheartbeat_request_topic_info *r =
+                    &s->repartition_source_topics.items[j];
+                int32_t p = r->partitions > 0 ? r->partitions : sh_writer_width(t, width, r->name);
+
+                width[i] = p > width[i] ? p : width[i];
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        width[i] = width[i] < 0 ? 0 : width[i];
+}
+
+static void sh_add(ka_adm_req_t *req, size_t *k,
+                   const struct ka_streamsgroupheartbeat_request_topic_info *ti, int32_t partitions)
+{
+    ka_create_topic_t *in = req->inputs;
+
+    if (partitions <= 0)
+        return;
+    req->names[*k] = ti->name;
+    in[*k] = (ka_create_topic_t){.name = ti->name,
+                                 .num_partitions = partitions,
+                                 .replication_factor =
+                                     ti->replication_factor > 0 ? ti->replication_factor : -1};
+    (*k)++;
+}
+
+static int sh_items(ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
+{
+    const struct ka_streamsgroupheartbeat_request *m = req->msg;
+    const struct ka_streamsgroupheartbeat_request_topology *t = m->topology;
+    size_t n = 0, k = 0, subs;
+    int32_t *width;
+
+    if (t == NULL || t->subtopologies.count <= 0)
+        return 0;
+    subs = count_of(t->subtopologies.count);
+    for (size_t i = 0; i < subs; i++)
+        n += count_of(t->subtopologies.items[i].state_changelog_topics.count) +
+             count_of(t->subtopologies.items[i].repartition_source_topics.count);
+    if (n == 0)
+        return 0;
+    if ((width = scratch(req, subs, sizeof(*width))) == NULL ||
+        items_begin(req, n, sizeof(ka_create_topic_t)) < 0)
+        return KA_ENOMEM;
+    sh_widths(ctx, t, width);
+    for (size_t i = 0; i < subs; i++) {
+        const struct ka_streamsgroupheartbeat_request_subtopology *s = &t->subtopologies.items[i];
+
+        for (int32_t j = 0; width[i] > 0 && j < s->repartition_source_topics.count; j++) {
+            const struct ka_streamsgroupheartbeat_request_topic_info *r =
+                &s->repartition_source_topics.items[j];
+
+            sh_add(req, &k, r,
+                   r->partitions > 0 ? r->partitions : sh_writer_width(t, width, r->name));
+        }
+        for (int32_t j = 0; j < s->state_changelog_topics.count; j++)
+            sh_add(req, &k, &s->state_changelog_topics.items[j], width[i]);
+    }
+    req->count = k;
+    return 0;
+}
+
+static int sh_judge(const ka_decision_context_t *dctx, ka_adm_req_t *req)
+{
+    return ka_engine_broker_creates(dctx, req->inputs, req->count, req->verdicts);
+}
+
+/* The heartbeat answered with the first rejection: the member learns why its
+ * group cannot start, and nothing reaches the coordinator. */
+static int sh_answer(const ka_adm_api_desc_t *d, const ka_adm_pending_t *p, const ka_adm_top_t *top,
+                     void *resp, ka_arena_t *arena)
+{
+    struct ka_streamsgroupheartbeat_response *r = resp;
+
+    (void)d;
+    (void)arena;
+    ka_streamsgroupheartbeat_response_init(r);
+    r->error_code = top->error_code;
+    r->error_message = top->error_message;
+    for (size_t i = 0; top->error_code == 0 && i < p->count; i++) {
+        if (p->items[i].local) {
+            r->error_code = p->items[i].error_code;
+            r->error_message = ka_adm_item_message(&p->items[i]);
+            break;
+        }
+    }
     return 0;
 }
 
@@ -435,15 +608,23 @@ static const ka_adm_api_desc_t descs[KA_ADM_API_COUNT] = {
                          .subset = apr_subset,
                          .answer = ka_adm_answer_partitions,
                          .merge = ka_adm_merge_partitions},
-    /* Before v4 there is no flag to clear: the broker's setting decides. */
+    /* Every version is judged: v0-3 auto-create with no flag (md_subset). */
     [KA_ADM_METADATA] = {.api = KA_ADM_METADATA,
                          .api_key = KA_METADATA_REQUEST_API_KEY,
-                         .min_judged_version = 4,
                          .tolerates_trailing = true,
                          .whole_request = true,
                          .items = md_items,
                          .judge = md_judge,
-                         .subset = md_subset},
+                         .subset = md_subset,
+                         .merge = md_merge},
+    /* No subset: a rejected internal topic refuses the whole heartbeat. */
+    [KA_ADM_STREAMS_HEARTBEAT] = {.api = KA_ADM_STREAMS_HEARTBEAT,
+                                  .api_key = KA_STREAMSGROUPHEARTBEAT_REQUEST_API_KEY,
+                                  .answers_decode_errors = true,
+                                  .whole_request = true,
+                                  .items = sh_items,
+                                  .judge = sh_judge,
+                                  .answer = sh_answer},
 };
 
 const ka_adm_api_desc_t *ka_adm_desc_find(int16_t api_key)

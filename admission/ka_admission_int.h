@@ -24,6 +24,9 @@
  * top-level error. The one place to switch to a generated table. */
 #define KA_ADM_INVALID_REQUEST KA_KAFKA_ERR_INVALID_REQUEST
 
+/* The first Metadata version with allow_auto_topic_creation. */
+#define KA_ADM_METADATA_FLAG_VERSION 4
+
 struct ka_adm_api_desc;
 
 struct ka_adm_req {
@@ -78,8 +81,10 @@ typedef struct ka_adm_api_desc {
     bool tolerates_trailing;
     /* A request that does not decode gets an INVALID_REQUEST answer, not a close. */
     bool answers_decode_errors;
-    /* Any rejection changes the whole request (Metadata clears its
-     * auto-creation flag); there are no per-item answers or merge. */
+    /* Any rejection changes the whole request; there are no per-item
+     * answers. With a subset, the request goes on cut down (Metadata clears
+     * its auto-creation flag); without one, it is answered locally
+     * (StreamsGroupHeartbeat). */
     bool whole_request;
     /* Sets req->count and fills req->inputs, names, partitions (in the
      * arena); 0 items: nothing to judge. Returns 0 or KA_ENOMEM. */

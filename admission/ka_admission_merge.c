@@ -77,12 +77,20 @@ static int writer_finish(ka_writer_t *w, uint8_t **out, size_t *out_len)
 int ka_adm_encode_request(const ka_adm_req_t *req, size_t max, uint8_t **out, size_t *out_len)
 {
     ka_writer_t w;
+    int rc;
 
     ka_writer_init(&w, max);
     ka_write_i32(&w, 0);
     ka_write_raw(&w, req->frame + 4, req->body_off - 4);
     req->codec->encode(&w, req->hdr.request_api_version, req->msg);
-    return writer_finish(&w, out, out_len);
+    rc = writer_finish(&w, out, out_len);
+    if (rc == 0) {
+        /* The header is the client's, verbatim, but for a request sent on
+         * at another version (Metadata v0-3 as v4): api_version is byte 6. */
+        (*out)[6] = (uint8_t)((uint16_t)req->hdr.request_api_version >> 8);
+        (*out)[7] = (uint8_t)req->hdr.request_api_version;
+    }
+    return rc;
 }
 
 int ka_adm_encode_response(int16_t api_key, int16_t version, int32_t correlation_id,

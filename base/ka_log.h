@@ -44,6 +44,14 @@ void ka_log_emit(enum ka_log_level level, const char *msg, const ka_kv_t *kvs, s
         }                                                                                          \
     } while (0)
 
+/*
+ * The line ka_log_emit writes, into out (NUL-terminated, newline included):
+ * at most 2,048 bytes; a longer one is cut between whole values and, in
+ * JSON, still one valid object ending in "truncated":true. For tests.
+ */
+void ka_log_format_line(char *out, size_t cap, enum ka_log_format format, enum ka_log_level level,
+                        const char *ts, const char *msg, const ka_kv_t *kvs, size_t n);
+
 /* Parses "error|warn|info|debug" and "text|json"; 0 or KA_EINVALID. */
 int ka_log_level_parse(const char *s, enum ka_log_level *out);
 int ka_log_format_parse(const char *s, enum ka_log_format *out);

@@ -83,6 +83,8 @@ static const metric_row_t rows[] = {
         "Raw SASL tokens after SaslHandshake v0."),
     ROW("sasl_opaque_connections_total", sasl_opaque_connections, "counter",
         "Connections passed through unframed (e.g. GSSAPI)."),
+    ROW("sasl_v0_refused_total", sasl_v0_refused, "counter",
+        "SaslHandshake v0 refused: a mechanism kadmit cannot follow, with a policy on."),
     ROW("frames_intercepted_total", frames_intercepted, "counter",
         "Frames buffered whole for inspection."),
     ROW("local_answers_total", local_answers, "counter", "Responses written by kadmit itself."),
@@ -111,6 +113,9 @@ static const metric_row_t rows[] = {
     ROW("ledger_records_malformed_total", ledger_records_malformed, "counter",
         "Ledger records refused when read back."),
     ROW("ledger_connected", ledger_connected, "gauge", "1 while ledger appends and reads succeed."),
+    ROW("admission_healthy", admission_healthy, "gauge",
+        "1 while admission can decide (a fresh cluster view; the ledger read when on); while 0, "
+        "enforce mode refuses admission requests and other traffic flows."),
     ROW("ledger_intents_live", ledger_intents_live, "gauge",
         "Ledger intents of all sidecars that still count."),
     LROW("metadata_refreshes_total", "result=\"ok\"", metadata_refreshes, "counter",
@@ -168,7 +173,7 @@ void ka_metrics_observe_decision(ka_metrics_t *m, enum ka_adm_api api, uint64_t 
 const char *ka_adm_api_name(enum ka_adm_api api)
 {
     static const char *names[] = {"CreateTopics", "CreatePartitions", "AlterPartitionReassignments",
-                                  "Metadata"};
+                                  "Metadata", "StreamsGroupHeartbeat"};
     return (unsigned)api < KA_ADM_API_COUNT ? names[api] : "?";
 }
 

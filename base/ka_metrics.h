@@ -60,6 +60,7 @@ typedef struct ka_metrics {
     uint64_t unexpected_responses;    /* responses with nothing in flight */
     uint64_t sasl_raw_tokens;         /* raw SASL tokens after SaslHandshake v0 */
     uint64_t sasl_opaque_connections; /* connections passed through unframed */
+    uint64_t sasl_v0_refused;         /* SaslHandshake v0, unfollowed mechanism, policy on */
     uint64_t frames_intercepted;      /* frames buffered whole for a handler */
     uint64_t local_answers;           /* answers kadmit wrote itself */
     uint64_t backpressure_pauses;     /* reads stopped for a slow peer */
@@ -84,6 +85,7 @@ typedef struct ka_metrics {
     uint64_t ledger_failures;           /* intents not written or not read back in time */
     uint64_t ledger_records_malformed;  /* records read back and refused */
     uint64_t ledger_connected;          /* gauge: 1 while appends and reads succeed */
+    uint64_t admission_healthy;         /* gauge: 1 while admission can decide */
     uint64_t ledger_intents_live;       /* gauge: intents that still count */
     uint64_t metadata_refreshes;        /* cluster views built */
     uint64_t metadata_refresh_failures; /* refresh attempts that failed */

@@ -657,12 +657,15 @@ int ka_admission_start(ka_server_t *srv, ka_policy_t *policy, char *err, size_t 
     }
     static const int16_t keys[] = {
         KA_CREATETOPICS_REQUEST_API_KEY, KA_CREATEPARTITIONS_REQUEST_API_KEY,
-        KA_ALTERPARTITIONREASSIGNMENTS_REQUEST_API_KEY, KA_METADATA_REQUEST_API_KEY};
+        KA_ALTERPARTITIONREASSIGNMENTS_REQUEST_API_KEY, KA_METADATA_REQUEST_API_KEY,
+        KA_STREAMSGROUPHEARTBEAT_REQUEST_API_KEY};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         ka_intercept_entry_t *e = &ka_server_intercept(srv)->api[keys[i]];
         e->buffer_request = 1;
         e->on_request = on_request;
-        e->on_response = keys[i] == KA_METADATA_REQUEST_API_KEY ? NULL : on_response;
+        /* Only requests that leave state buffer their response (Metadata: one
+         * sent on at another version). */
+        e->on_response = on_response;
         e->user = a;
         e->defer = defer_cb;
         e->cancel = cancel_cb;

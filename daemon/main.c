@@ -49,6 +49,7 @@ typedef struct admin_state {
     int probe_busy;    /* probe_tcp is open (connecting or closing) */
     int reachable;     /* the last probe connected */
     int closed;
+    int health_known; /* admission_healthy was set once */
 } admin_state_t;
 
 static ka_admission_t *admission_of(admin_state_t *st)
@@ -144,9 +145,13 @@ static int64_t op_clock_ms(void *ctx)
     return (int64_t)uv_now(ka_server_loop(st->srv));
 }
 
+static void admission_health_update(admin_state_t *st);
+
 static int op_metrics_render(void *ctx, ka_admin_buf_t *out)
 {
     admin_state_t *st = ctx;
+    /* Admission health is judged when asked: each scrape sees it as of now. */
+    admission_health_update(st);
     for (size_t cap = 64 * 1024; cap <= 16 * 1024 * 1024; cap *= 2) {
         char *p = ka_admin_buf_reserve(out, cap);
         if (p == NULL)
@@ -180,22 +185,13 @@ static void op_request_timed_out(void *ctx, uint64_t timeout_ms)
            KA_KI("timeout_ms", timeout_ms));
 }
 
-static bool op_ready(void *ctx, char *why, size_t len)
+/* Whether admission can decide now (a view, fresh, the ledger read); why not. */
+static bool admission_health(admin_state_t *st, char *why, size_t len)
 {
-    admin_state_t *st = ctx;
     ka_server_t *srv = st->srv;
     ka_admission_t *a = admission_of(st);
-    if (ka_server_draining(srv)) {
-        snprintf(why, len, "draining connections before exit");
-        return false;
-    }
-    if (a == NULL) {
-        if (!st->reachable) {
-            snprintf(why, len, "the broker at %s is not reachable", ka_server_upstream_name(srv));
-            return false;
-        }
+    if (a == NULL)
         return true;
-    }
     if (st->ps != NULL && ka_policy_reload_loading(st->ps)) {
         snprintf(why, len, "the cluster's limits are still being read from the topic %s",
                  st->ps->topic);
@@ -227,6 +223,41 @@ static bool op_ready(void *ctx, char *why, size_t len)
         return false;
     }
     return true;
+}
+
+static bool op_ready(void *ctx, char *why, size_t len)
+{
+    admin_state_t *st = ctx;
+    ka_server_t *srv = st->srv;
+    if (ka_server_draining(srv)) {
+        snprintf(why, len, "draining connections before exit");
+        return false;
+    }
+    if (admission_of(st) == NULL) {
+        if (!st->reachable) {
+            snprintf(why, len, "the broker at %s is not reachable", ka_server_upstream_name(srv));
+            return false;
+        }
+        return true;
+    }
+    return admission_health(st, why, len);
+}
+
+/* The kadmit_admission_healthy gauge, and a log line when it changes. */
+static void admission_health_update(admin_state_t *st)
+{
+    char why[256] = "";
+    uint64_t healthy = admission_health(st, why, sizeof(why));
+    ka_metrics_t *m = ka_server_metrics(st->srv);
+    if (m->admission_healthy == healthy && st->health_known)
+        return;
+    st->health_known = 1;
+    m->admission_healthy = healthy;
+    if (healthy)
+        ka_log(KA_LOG_INFO, "admission healthy: decisions use a fresh cluster view");
+    else
+        ka_log(KA_LOG_WARN, "admission unhealthy: admission requests are refused until it recovers",
+               KA_KS("reason", why));
 }
 
 static void probe_closed_cb(uv_handle_t *h)

@@ -161,6 +161,15 @@ int ka_engine_alter_reassignments(const ka_decision_context_t *ctx,
  */
 int ka_engine_auto_create(const ka_decision_context_t *ctx, const ka_slice_t *topics, size_t count,
                           bool allow_auto_topic_creation, ka_verdict_t *verdicts);
+/*
+ * Topics the broker creates and places itself from counts kadmit cannot
+ * rewrite (a streams group's internal topics, KIP-1071): one verdict per
+ * topic, judged against the bound like auto-creation. num_partitions and
+ * replication_factor of 0 or -1 mean the broker's defaults; assignments are
+ * ignored. ADMIT also covers a topic that exists or is already reserved.
+ */
+int ka_engine_broker_creates(const ka_decision_context_t *ctx, const ka_create_topic_t *topics,
+                             size_t count, ka_verdict_t *verdicts);
 
 /*
  * Phase 2 of a cluster-wide decision: checks every verdict that holds a

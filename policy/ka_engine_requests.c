@@ -426,28 +426,30 @@ int ka_engine_alter_reassignments(const ka_decision_context_t *ctx,
     return finish(&w, verdicts, count, dup, keys, rc);
 }
 
-static int auto_create(struct ka_work *w, ka_slice_t name, ka_verdict_t *v)
+/* A topic the broker creates and places itself (auto-creation, a streams
+ * group's internal topics): judged against the bound. */
+static int broker_create(struct ka_work *w, ka_slice_t name, int32_t partitions,
+                         int32_t replication, ka_verdict_t *v)
 {
-    const ka_broker_defaults_t *defaults = ka_cluster_broker_defaults(w->ctx->view);
     ka_plan_t plan = {.kind = KA_RESERVATION_PARTITIONS, .topic = name, .advice = ADVICE_CREATE};
-    int32_t partitions = defaults->num_partitions;
-    int32_t replication = defaults->default_replication_factor;
 
     v->kind = KA_VERDICT_ADMIT;
     /* Nothing will be created: a bad name, an existing topic, a creation
      * already admitted (clients repeat Metadata requests while they wait),
-     * or defaults the broker cannot satisfy. */
+     * or counts the broker cannot satisfy. */
     if (!ka_topic_name_valid(name) || ka_cluster_find_topic(w->ctx->view, name) != NULL ||
         ka_reservations_has_topic(w->ctx->ledger, name) || partitions <= 0 || replication <= 0 ||
         (size_t)replication > w->unfenced_count)
         return 0;
     plan.partition_count = plan.new_partitions = partitions;
-    /* The broker places auto-created topics itself: always the bound. */
+    /* The broker places these topics itself: always the bound. */
     return ka_work_decide_auto(w, v, &plan, partitions, replication, 0, false);
 }
 
-int ka_engine_auto_create(const ka_decision_context_t *ctx, const ka_slice_t *topics, size_t count,
-                          bool allow_auto_topic_creation, ka_verdict_t *verdicts)
+/* Auto-creation names topics (broker defaults); other callers give counts. */
+static int broker_creates(const ka_decision_context_t *ctx, const ka_slice_t *names,
+                          const ka_create_topic_t *topics, size_t count, bool allowed,
+                          ka_verdict_t *verdicts)
 {
     struct ka_work w;
     bool *dup = NULL;
@@ -456,14 +458,34 @@ int ka_engine_auto_create(const ka_decision_context_t *ctx, const ka_slice_t *to
     if (begin(&w, ctx, verdicts, NULL, count, &dup) < 0)
         return KA_ENOMEM;
     for (size_t i = 0; i < count && rc == 0; i++) {
-        if (!allow_auto_topic_creation ||
-            (ctx->view != NULL &&
-             !ka_cluster_broker_defaults(ctx->view)->auto_create_topics_enable))
+        const ka_broker_defaults_t *d = ctx->view ? ka_cluster_broker_defaults(ctx->view) : NULL;
+        int32_t np = topics != NULL ? topics[i].num_partitions : -1;
+        int32_t rf = topics != NULL ? topics[i].replication_factor : -1;
+
+        if (!allowed)
             verdicts[i].kind = KA_VERDICT_ADMIT;
         else if (w.stale)
             rc = ka_work_stale(&w, &verdicts[i]);
         else
-            rc = auto_create(&w, topics[i], &verdicts[i]);
+            rc = broker_create(&w, names != NULL ? names[i] : topics[i].name,
+                               np > 0 ? np : d->num_partitions,
+                               rf > 0 ? rf : d->default_replication_factor, &verdicts[i]);
     }
     return finish(&w, verdicts, count, dup, NULL, rc);
+}
+
+int ka_engine_auto_create(const ka_decision_context_t *ctx, const ka_slice_t *topics, size_t count,
+                          bool allow_auto_topic_creation, ka_verdict_t *verdicts)
+{
+    bool allowed =
+        allow_auto_topic_creation &&
+        (ctx->view == NULL || ka_cluster_broker_defaults(ctx->view)->auto_create_topics_enable);
+
+    return broker_creates(ctx, topics, NULL, count, allowed, verdicts);
+}
+
+int ka_engine_broker_creates(const ka_decision_context_t *ctx, const ka_create_topic_t *topics,
+                             size_t count, ka_verdict_t *verdicts)
+{
+    return broker_creates(ctx, NULL, topics, count, true, verdicts);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ka_error.h"
+#include "ka_error_codes.h"
 
 void ka_inflight_init(ka_inflight_t *q)
 {
@@ -74,23 +75,53 @@ int ka_inflight_pop_due_answer(ka_inflight_t *q, ka_inflight_entry_t *out)
     return 1;
 }
 
+/* The mechanisms whose SaslHandshake v0 exchange has a fixed number of raw tokens. */
+static const struct {
+    const char *name;
+    int tokens;
+} followed[] = {
+    /* PLAIN: one message; the broker answers with an empty token. */
+    {"PLAIN", 1},
+    /* SCRAM: client-first and client-final, each answered. */
+    {"SCRAM-SHA-256", 2},
+    {"SCRAM-SHA-512", 2},
+    /* OAUTHBEARER: the initial client response, answered once. */
+    {"OAUTHBEARER", 1},
+};
+
 int ka_sasl_mechanism_tokens(const uint8_t *name, size_t len)
 {
-    static const struct {
-        const char *name;
-        int tokens;
-    } known[] = {
-        /* PLAIN: one message; the broker answers with an empty token. */
-        {"PLAIN", 1},
-        /* SCRAM: client-first and client-final, each answered. */
-        {"SCRAM-SHA-256", 2},
-        {"SCRAM-SHA-512", 2},
-        /* OAUTHBEARER: the initial client response, answered once. */
-        {"OAUTHBEARER", 1},
-    };
-    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
-        if (strlen(known[i].name) == len && memcmp(known[i].name, name, len) == 0)
-            return known[i].tokens;
+    for (size_t i = 0; i < sizeof(followed) / sizeof(followed[0]); i++) {
+        if (strlen(followed[i].name) == len && memcmp(followed[i].name, name, len) == 0)
+            return followed[i].tokens;
     }
     return -1;
+}
+
+static size_t put_be(uint8_t *p, uint32_t v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+    return n;
+}
+
+size_t ka_sasl_refusal_answer(int32_t correlation_id, uint8_t *buf, size_t cap)
+{
+    size_t n = 4 + 4 + 2 + 4, off = 0;
+
+    for (size_t i = 0; i < sizeof(followed) / sizeof(followed[0]); i++)
+        n += 2 + strlen(followed[i].name);
+    if (buf == NULL || cap < n)
+        return n;
+    off += put_be(buf + off, (uint32_t)(n - 4), 4);
+    off += put_be(buf + off, (uint32_t)correlation_id, 4);
+    off += put_be(buf + off, KA_KAFKA_ERR_UNSUPPORTED_SASL_MECHANISM, 2);
+    off += put_be(buf + off, sizeof(followed) / sizeof(followed[0]), 4);
+    for (size_t i = 0; i < sizeof(followed) / sizeof(followed[0]); i++) {
+        size_t len = strlen(followed[i].name);
+        off += put_be(buf + off, (uint32_t)len, 2);
+        memcpy(buf + off, followed[i].name, len);
+        off += len;
+    }
+    return off;
 }

@@ -71,4 +71,12 @@ static inline uint32_t ka_inflight_count(const ka_inflight_t *q)
  * mechanism, or -1 when the exchange has no fixed shape (GSSAPI, unknown). */
 int ka_sasl_mechanism_tokens(const uint8_t *name, size_t len);
 
+/*
+ * The SaslHandshake v0 answer that refuses a mechanism kadmit cannot follow
+ * (size prefix included): UNSUPPORTED_SASL_MECHANISM and the mechanisms it
+ * follows, the answer a broker gives for a mechanism it does not enable.
+ * Writes it when cap is enough; returns its length either way.
+ */
+size_t ka_sasl_refusal_answer(int32_t correlation_id, uint8_t *buf, size_t cap);
+
 #endif

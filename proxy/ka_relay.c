@@ -283,6 +283,53 @@ static int refuse_oversize_hold(ka_session_t *s, const ka_frame_header_t *h)
     return 1;
 }
 
+ * SaslHandshake v0 hands the connection to raw SASL tokens, which kadmit
+ * follows only for mechanisms with a fixed number of them. With a policy,
+ * any other mechanism (GSSAPI) would make the connection opaque and its
+ * later requests unjudged, so the handshake is held and answered locally
+ * (sasl_refusal) instead. SaslHandshake v1 (every client since Kafka 1.0)
+ * keeps Kafka framing and passes for any mechanism.
+ */
+static int sasl_refused(ka_session_t *s, const ka_frame_header_t *h)
+{
+    size_t len = h->sasl_mechanism.len > 0 ? (size_t)h->sasl_mechanism.len : 0;
+    char mechanism[64];
+    if (h->api_key != KA_API_SASL_HANDSHAKE || h->api_version != 0 ||
+        s->server->admission == NULL || ka_sasl_mechanism_tokens(h->sasl_mechanism.ptr, len) > 0)
+        return 0;
+    s->server->metrics.sasl_v0_refused++;
+    snprintf(mechanism, sizeof(mechanism), "%.*s", (int)(len < 63 ? len : 63),
+             len ? (const char *)h->sasl_mechanism.ptr : "");
+    ka_log(KA_LOG_WARN,
+           "SaslHandshake v0 for a mechanism kadmit cannot follow, refused "
+           "(UNSUPPORTED_SASL_MECHANISM); use SaslHandshake v1",
+           KA_KI("session", s->id), KA_KS("peer", s->peer), KA_KS("mechanism", mechanism));
+    return 1;
+}
+
+/* The held, refused SaslHandshake v0 (sasl_refused) gets its answer in order. */
+static enum step sasl_refusal(ka_leg_t *src, ka_pbuf_t *hold)
+{
+    ka_session_t *s = src->session;
+    size_t n = ka_sasl_refusal_answer(src->hold_hdr.correlation_id, NULL, 0);
+    ka_pbuf_t *pb = ka_pool_alloc(&s->server->pool, n, n, 1, NULL);
+    ka_pbuf_unref(&s->server->pool, hold);
+    ka_inflight_entry_t e = {.correlation_id = src->hold_hdr.correlation_id,
+                             .api_key = src->hold_hdr.api_key,
+                             .flags = KA_INFLIGHT_LOCAL,
+                             .answer = pb,
+                             .answer_len = (uint32_t)n};
+    if (pb == NULL || ka_inflight_push(&s->inflight, &e) < 0) {
+        if (pb != NULL)
+            ka_pbuf_unref(&s->server->pool, pb);
+        s->events->close(s, KA_LOG_WARN, "cannot answer a refused SaslHandshake", NULL);
+        return STEP_CLOSED;
+    }
+    ka_sasl_refusal_answer(src->hold_hdr.correlation_id, pb->data, n);
+    write_due_answers(s);
+    return STEP_GO;
+}
+
 /* Decides the route of a frame whose header was just peeked. */
 static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, size_t a, size_t b,
                            size_t *run)
@@ -313,7 +360,7 @@ static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, s
                 s->warned_unknown_api = 1;
             }
             const ka_intercept_entry_t *ie = ka_intercept_lookup(&s->server->intercept, h->api_key);
-            if (ie && ie->buffer_request && ie->on_request) {
+            if ((ie && ie->buffer_request && ie->on_request) || sasl_refused(s, h)) {
                 route = KA_ROUTE_HOLD;
             } else {
                 uint32_t flags = request_flags(s, h, 0);
@@ -442,6 +489,8 @@ static enum step release_frame(ka_leg_t *src, ka_pbuf_t *hold, size_t len, int r
     if (src->is_client) {
         const ka_intercept_entry_t *ie =
             ka_intercept_lookup(&s->server->intercept, src->hold_hdr.api_key);
+        if (ie == NULL || ie->on_request == NULL)
+            return sasl_refusal(src, hold); /* the one frame held without a handler */
         rc = ie->on_request(ie->user, &src->hold_hdr, hold->data, &len, &v);
         if (rc == 0 && v.kind == KA_HOOK_DEFER) {
             if (defer_frame(src, ie, src->hold_hdr.api_key, hold, len) == 0)

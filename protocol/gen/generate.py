@@ -71,6 +71,7 @@ DECODED_MAX_VERSIONS = {
     "DescribeConfigs": 4,
     "IncrementalAlterConfigs": 1,
     "AlterConfigs": 2,
+    "StreamsGroupHeartbeat": 1,
 }
 
 # Request header v0 (no client id) survives only for this API and version.

@@ -143,6 +143,8 @@ int16_t ka_decoded_min_version(int16_t api_key)
         return 0;
     case 45:
         return 0;
+    case 88:
+        return 0;
     default:
         return -1;
     }
@@ -167,6 +169,8 @@ int16_t ka_decoded_max_version(int16_t api_key)
         return 1;
     case 45:
         return 0;
+    case 88:
+        return 1;
     default:
         return -1;
     }

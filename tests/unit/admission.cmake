@@ -13,6 +13,11 @@ ka_unit_test(test_admission_configs SOURCES ${KA_ADMISSION_TEST_DIR}/test_admiss
   ${KA_ADMISSION_TEST_DIR}/adm_fixture.c LIBS ka_admission)
 target_include_directories(test_admission_configs PRIVATE ${KA_ADMISSION_TEST_DIR})
 
+# Metadata v0-3 and StreamsGroupHeartbeat: creations that once passed unjudged.
+ka_unit_test(test_admission_backdoors SOURCES ${KA_ADMISSION_TEST_DIR}/test_admission_backdoors.c
+  ${KA_ADMISSION_TEST_DIR}/adm_fixture.c LIBS ka_admission)
+target_include_directories(test_admission_backdoors PRIVATE ${KA_ADMISSION_TEST_DIR})
+
 # The admission fuzz target's replay binary replays the seed corpus in ordinary builds.
 if(NOT KADMIT_FUZZ)
   include(${CMAKE_CURRENT_LIST_DIR}/../fuzz/admission.cmake)

@@ -7,7 +7,9 @@
  * body, without the size prefix), and the rest as the broker's response
  * frame. The request goes through ka_adm_request; when it leaves pending
  * state, the response goes through ka_adm_response. Every frame kadmit
- * writes must carry a right size prefix and decode with its codec.
+ * writes must carry a right size prefix and decode with its codec, at the
+ * version it claims: a rewrite at its header's (only Metadata v0-3 may go on
+ * as v4), a merged response at the client's.
  *
  * The same request also runs as the ledger's steps, rejudged against an
  * empty ledger: with nothing competing, phase 2 must keep every verdict,
@@ -110,7 +112,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ka_adm_outcome_release(&steps);
     if (o.action == KA_ADM_REWRITE || o.action == KA_ADM_ANSWER) {
         int16_t key = (int16_t)(frame[4] << 8 | frame[5]);
-        check_frame(o.bytes, o.len, key, o.api_version,
+        /* A rewrite may go on at another version (Metadata v0-3 as v4): its header says. */
+        int16_t ver =
+            o.action == KA_ADM_REWRITE ? (int16_t)(o.bytes[6] << 8 | o.bytes[7]) : o.api_version;
+        if (o.action == KA_ADM_REWRITE && ver != o.api_version &&
+            (key != KA_METADATA_REQUEST_API_KEY || o.api_version >= 4 || ver != 4))
+            abort();
+        check_frame(o.bytes, o.len, key, ver,
                     o.action == KA_ADM_REWRITE ? KA_REQUEST : KA_RESPONSE);
     }
     if (o.pending != NULL) {
@@ -120,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         if (ka_adm_response(o.pending, resp, rlen + 4, (size_t)1 << 20, &merged, &mlen) == 0 &&
             merged != NULL)
-            check_frame(merged, mlen, o.pending->api_key, o.pending->api_version, KA_RESPONSE);
+            check_frame(merged, mlen, o.pending->api_key, o.pending->client_version, KA_RESPONSE);
         free(merged);
         free(resp);
     }

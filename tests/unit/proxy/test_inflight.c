@@ -12,6 +12,7 @@
 
 #include "ka_error.h"
 #include "ka_inflight.h"
+#include "ka_protocol.h"
 
 static void push(ka_inflight_t *q, int32_t corr, uint32_t flags, void *answer)
 {
@@ -117,6 +118,32 @@ static void test_sasl_mechanism_token_counts(void **state)
     assert_int_equal(ka_sasl_mechanism_tokens(NULL, 0), -1);
 }
 
+/* The refusal decodes as a SaslHandshake v0 answer listing exactly what kadmit follows. */
+static void test_sasl_refusal_answer_lists_followed_mechanisms(void **state)
+{
+    (void)state;
+    uint8_t buf[256];
+    size_t n = ka_sasl_refusal_answer(0x01020304, NULL, 0);
+    assert_int_equal(ka_sasl_refusal_answer(0x01020304, buf, n - 1), n); /* too small: nothing */
+    assert_int_equal(ka_sasl_refusal_answer(0x01020304, buf, sizeof(buf)), n);
+    assert_int_equal((size_t)(buf[0] << 24 | buf[1] << 16 | buf[2] << 8 | buf[3]), n - 4);
+    ka_reader_t r;
+    struct ka_response_header rh;
+    struct ka_saslhandshake_response resp;
+    ka_arena_t arena;
+    ka_arena_init(&arena, 1 << 16);
+    ka_reader_init(&r, buf + 4, n - 4);
+    assert_int_equal(ka_response_header_decode(&r, 0, &rh), 0);
+    assert_int_equal(rh.correlation_id, 0x01020304);
+    assert_int_equal(ka_saslhandshake_response_decode(&r, 0, &arena, &resp), 0);
+    assert_int_equal(resp.error_code, KA_KAFKA_ERR_UNSUPPORTED_SASL_MECHANISM);
+    assert_int_equal(resp.mechanisms.count, 4);
+    for (int32_t i = 0; i < resp.mechanisms.count; i++)
+        assert_true(ka_sasl_mechanism_tokens(resp.mechanisms.items[i].ptr,
+                                             (size_t)resp.mechanisms.items[i].len) > 0);
+    ka_arena_destroy(&arena);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -125,6 +152,7 @@ int main(void)
         cmocka_unit_test(test_local_answer_on_empty_queue_is_due_at_once),
         cmocka_unit_test(test_queue_is_capped),
         cmocka_unit_test(test_sasl_mechanism_token_counts),
+        cmocka_unit_test(test_sasl_refusal_answer_lists_followed_mechanisms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
