@@ -255,6 +255,12 @@ void ka_relay_process(ka_leg_t *src, ka_pbuf_t *pb, size_t off, size_t len);
 /* Continues after a pause; nonzero when the leg must still wait (or the session closed). */
 int ka_relay_resume(ka_leg_t *leg);
 void ka_relay_release(ka_leg_t *leg);
+/* ka_relay_hold.c: a held frame's memory, taken as its bytes arrive. Grows the
+ * buffer for at least one more read (0, or KA_ENOMEM: then wait for it). */
+int ka_relay_hold_grow(ka_leg_t *leg);
+void ka_relay_hold_wait(ka_leg_t *leg);
+/* A held request above --max-held-request: logged, counted, closed (1); 0 otherwise. */
+int ka_relay_refuse_oversize_hold(ka_session_t *s, const ka_frame_header_t *h);
 uint8_t *ka_relay_carry_alloc(void *ctx, size_t n);
 void ka_relay_carry_release(void *ctx, uint8_t *p);
 /* Frees a handler's per-request state held by an in-flight entry, if any. */
