@@ -34,8 +34,7 @@ from admin_client import (curl, curl_status_body, get_json, http, spawn_sidecar,
 from kafka_cluster import HOST, KafkaCluster, Sidecars, kadmit_bin, port_base  # noqa: E402
 from kafka_cluster import own_cluster, port_open, tail  # noqa: E402
 
-prometheus_parser = pytest.importorskip(
-    "prometheus_client.parser", reason="prometheus-client is missing: run scripts/deps.sh")
+import prometheus_client.parser as prometheus_parser  # noqa: E402  scripts/deps.sh installs it
 
 TOKEN = "it-" + uuid.uuid4().hex
 REJECT = "Cannot satisfy request without exceeding the max.broker.partitions limit"

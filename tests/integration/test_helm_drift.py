@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-yaml = pytest.importorskip("yaml", reason="PyYAML is missing: run scripts/deps.sh")
+import yaml  # PyYAML: scripts/deps.sh installs it
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = Path(os.environ.get("KADMIT_CACHE", Path.home() / ".cache" / "kadmit")) / "tools"
@@ -35,7 +35,8 @@ def pinned(name: str) -> Path:
     assert version, f"lint-deploy.sh pins no {name}_version"
     path = TOOLS / f"{name}-{version.group(1)}"
     if not path.exists():
-        pytest.skip(f"{path} missing: run scripts/lint-deploy.sh (it builds it once)")
+        pytest.fail(f"{path} missing: run scripts/lint-deploy.sh (it builds it once)",
+                    pytrace=False)
     return path
 
 
