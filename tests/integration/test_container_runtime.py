@@ -57,7 +57,7 @@ import kafka_wire  # noqa: E402
 from kafka_cluster import (HOST, SANITIZER_PATTERNS, KafkaCluster, kadmit_bin,  # noqa: E402
                            tail)
 
-yaml = pytest.importorskip("yaml", reason="PyYAML is missing: run scripts/deps.sh")
+import yaml  # noqa: E402  PyYAML: scripts/deps.sh installs it
 
 REPO = HERE.parent.parent
 DOCKERFILE = REPO / "deploy" / "docker" / "Dockerfile"

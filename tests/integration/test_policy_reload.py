@@ -35,9 +35,7 @@ from admin_client import (get_json, http, policy_version, spawn_sidecar,  # noqa
 from kafka_cluster import (KafkaCluster, Sidecars, kadmit_bin, own_cluster,  # noqa: E402
                            port_base, port_open)
 
-prometheus_parser = pytest.importorskip(
-    "prometheus_client.parser", reason="prometheus-client is missing: run scripts/deps.sh")
-confluent_kafka = pytest.importorskip("confluent_kafka")
+import prometheus_client.parser as prometheus_parser  # noqa: E402  (scripts/deps.sh)
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 PORT_OFFSET = 130
