@@ -36,6 +36,7 @@ from kafka_cluster import (KafkaCluster, Sidecars, kadmit_bin, own_cluster,  # n
                            port_base, port_open)
 
 import prometheus_client.parser as prometheus_parser  # noqa: E402  (scripts/deps.sh)
+import confluent_kafka  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 PORT_OFFSET = 130
