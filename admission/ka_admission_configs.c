@@ -173,15 +173,6 @@ typedef struct cfg_result {
     ka_slice_t tags;
 } cfg_result_t;
 
-static void *scratch(ka_arena_t *arena, size_t n, size_t size)
-{
-    void *p = NULL;
-
-    if (ka_arena_alloc_array(arena, n ? n : 1, size, &p) < 0)
-        return NULL;
-    return p;
-}
-
 static size_t count_of(int32_t n)
 {
     return n > 0 ? (size_t)n : 0;
@@ -197,14 +188,14 @@ static size_t count_of(int32_t n)
     {                                                                                              \
         const msg_t *m = msg;                                                                      \
         v->count = count_of(m->resources.count);                                                   \
-        if ((v->res = scratch(a, v->count, sizeof(*v->res))) == NULL)                              \
+        if ((v->res = ka_cfg_scratch(a, v->count, sizeof(*v->res))) == NULL)                       \
             return KA_ENOMEM;                                                                      \
         for (size_t i = 0; i < v->count; i++) {                                                    \
             const res_t *r = &m->resources.items[i];                                               \
             cfg_res_view_t *rv = &v->res[i];                                                       \
             *rv = (cfg_res_view_t){r->resource_type, r->resource_name, r->tagged_fields,           \
                                    count_of(r->configs.count), NULL};                              \
-            if ((rv->configs = scratch(a, rv->count, sizeof(*rv->configs))) == NULL)               \
+            if ((rv->configs = ka_cfg_scratch(a, rv->count, sizeof(*rv->configs))) == NULL)        \
                 return KA_ENOMEM;                                                                  \
             for (size_t j = 0; j < rv->count; j++) {                                               \
                 const cfg_t *c = &r->configs.items[j];                                             \
@@ -216,12 +207,12 @@ static size_t count_of(int32_t n)
     static int id##_write(void *msg, const alter_view_t *v, ka_arena_t *a)                         \
     {                                                                                              \
         msg_t *m = msg;                                                                            \
-        res_t *rs = scratch(a, v->count, sizeof(*rs));                                             \
+        res_t *rs = ka_cfg_scratch(a, v->count, sizeof(*rs));                                      \
         if (rs == NULL)                                                                            \
             return KA_ENOMEM;                                                                      \
         for (size_t i = 0; i < v->count; i++) {                                                    \
             const cfg_res_view_t *rv = &v->res[i];                                                 \
-            cfg_t *cs = scratch(a, rv->count, sizeof(*cs));                                        \
+            cfg_t *cs = ka_cfg_scratch(a, rv->count, sizeof(*cs));                                 \
             if (cs == NULL)                                                                        \
                 return KA_ENOMEM;                                                                  \
             for (size_t j = 0; j < rv->count; j++) {                                               \
@@ -245,7 +236,7 @@ static size_t count_of(int32_t n)
     {                                                                                              \
         const resp_t *r = resp;                                                                    \
         *n = count_of(r->responses.count);                                                         \
-        if ((*out = scratch(a, *n, sizeof(**out))) == NULL)                                        \
+        if ((*out = ka_cfg_scratch(a, *n, sizeof(**out))) == NULL)                                 \
             return KA_ENOMEM;                                                                      \
         for (size_t i = 0; i < *n; i++) {                                                          \
             const result_t *e = &r->responses.items[i];                                            \
@@ -257,7 +248,7 @@ static size_t count_of(int32_t n)
     static int id##_results_write(void *resp, const cfg_result_t *in, size_t n, ka_arena_t *a)     \
     {                                                                                              \
         resp_t *r = resp;                                                                          \
-        result_t *es = scratch(a, n, sizeof(*es));                                                 \
+        result_t *es = ka_cfg_scratch(a, n, sizeof(*es));                                          \
         if (es == NULL)                                                                            \
             return KA_ENOMEM;                                                                      \
         for (size_t i = 0; i < n; i++) {                                                           \
@@ -506,7 +497,7 @@ static int cut_view(const alter_view_t *v, const ka_cfg_pending_t *p, ka_arena_t
 {
     size_t k = 0;
 
-    if ((out->res = scratch(a, v->count, sizeof(*out->res))) == NULL)
+    if ((out->res = ka_cfg_scratch(a, v->count, sizeof(*out->res))) == NULL)
         return KA_ENOMEM;
     for (size_t i = 0; i < v->count; i++) {
         const cfg_res_view_t *rv = &v->res[i];
@@ -516,7 +507,7 @@ static int cut_view(const alter_view_t *v, const ka_cfg_pending_t *p, ka_arena_t
             continue;
         *o = *rv;
         o->count = 0;
-        if ((o->configs = scratch(a, rv->count, sizeof(*o->configs))) == NULL)
+        if ((o->configs = ka_cfg_scratch(a, rv->count, sizeof(*o->configs))) == NULL)
             return KA_ENOMEM;
         for (size_t j = 0; j < rv->count; j++)
             if (!p->res[i].ours || ka_cfg_key_of(rv->configs[j].name) < 0)
@@ -548,7 +539,7 @@ static int answer_all(const alter_api_t *api, const ka_cfg_pending_t *p,
                       ka_cfg_outcome_t *out)
 {
     const struct ka_codec *codec = ka_codec_find(api->api_key, KA_RESPONSE);
-    cfg_result_t *rs = scratch(a, p->count, sizeof(*rs));
+    cfg_result_t *rs = ka_cfg_scratch(a, p->count, sizeof(*rs));
     void *resp = ka_arena_alloc(a, codec->struct_size);
     int rc;
 
@@ -709,10 +700,10 @@ static int alter_response(const ka_cfg_pending_t *p, const uint8_t *frame, size_
     if ((rc = ka_cfg_decode_response(p, frame, len, &arena, &rh, &resp)) < 0 ||
         (rc = api->results_read(resp, &arena, &br, &nb)) < 0)
         goto done;
-    used = scratch(&arena, nb, sizeof(*used));
-    accepted = scratch(&arena, p->count, sizeof(*accepted));
-    merged = scratch(&arena, p->count + nb, sizeof(*merged));
-    size_t *at = scratch(&arena, p->count, sizeof(*at));
+    used = ka_cfg_scratch(&arena, nb, sizeof(*used));
+    accepted = ka_cfg_scratch(&arena, p->count, sizeof(*accepted));
+    merged = ka_cfg_scratch(&arena, p->count + nb, sizeof(*merged));
+    size_t *at = ka_cfg_scratch(&arena, p->count, sizeof(*at));
     if (used == NULL || accepted == NULL || merged == NULL || at == NULL) {
         rc = KA_ENOMEM;
         goto done;

@@ -37,15 +37,6 @@ typedef struct link {
     int8_t source;
 } link_t;
 
-static void *scratch(ka_arena_t *arena, size_t n, size_t size)
-{
-    void *p = NULL;
-
-    if (ka_arena_alloc_array(arena, n ? n : 1, size, &p) < 0)
-        return NULL;
-    return p;
-}
-
 /* A layer's override for `id`: 1 with *value (-1: removed), or 0. */
 static int override_of(const ka_cfg_override_t *o, size_t n, int32_t id, int64_t *value)
 {
@@ -198,7 +189,7 @@ static int fill_entry(const ka_cfg_pending_t *p, const ka_cfg_limits_t *l, int32
         return KA_ENOMEM;
     if (!p->include_synonyms)
         return 0;
-    if ((e->synonyms.items = scratch(a, n, sizeof(*e->synonyms.items))) == NULL)
+    if ((e->synonyms.items = ka_cfg_scratch(a, n, sizeof(*e->synonyms.items))) == NULL)
         return KA_ENOMEM;
     for (size_t i = 0; i < n; i++) {
         synonym_t *s = &e->synonyms.items[i];
@@ -221,7 +212,7 @@ static int rewrite_result(const ka_cfg_pending_t *p, const ka_cfg_resource_t *re
                           ka_arena_t *a)
 {
     size_t nb = r->configs.count > 0 ? (size_t)r->configs.count : 0, m = 0;
-    entry_t *es = scratch(a, nb + KA_CFG_KEY_COUNT, sizeof(*es));
+    entry_t *es = ka_cfg_scratch(a, nb + KA_CFG_KEY_COUNT, sizeof(*es));
     int rc;
 
     if (es == NULL)

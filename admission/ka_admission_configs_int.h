@@ -37,6 +37,16 @@ struct ka_cfg_pending {
     size_t local_count;
 };
 
+/* Arena scratch for n elements (n == 0 still gives a pointer); NULL on failure. */
+static inline void *ka_cfg_scratch(ka_arena_t *arena, size_t n, size_t size)
+{
+    void *p = NULL;
+
+    if (ka_arena_alloc_array(arena, n ? n : 1, size, &p) < 0)
+        return NULL;
+    return p;
+}
+
 /* The key a config name is, or -1. */
 int ka_cfg_key_of(ka_slice_t name);
 /* "" is the default entity; digits are a broker id; anything else -2. */
