@@ -297,6 +297,67 @@ static int32_t topic_replication(const ka_cluster_topic_t *topic)
     return count;
 }
 
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The index of id in the sorted, distinct ids (it is there). */
+static size_t index_of(const int32_t *ids, size_t n, int32_t id)
+{
+    return (size_t)((const int32_t *)bsearch(&id, ids, n, sizeof(*ids), cmp_i32) - ids);
+}
+
+/*
+ * CreatePartitions continues the topic's leadership: each new partition's
+ * leader becomes the broker of its row that leads the fewest of the topic's
+ * partitions so far (the existing ones, then the new ones in order; a tie
+ * keeps the placer's choice), so leaders stay spread as the topic grows.
+ * Which replica of a row leads changes no broker's count, so the verdict's
+ * projection stands. Cost: O((existing + new replicas) log brokers).
+ */
+static int continue_leaders(const ka_cluster_topic_t *topic, int32_t existing, ka_verdict_t *v)
+{
+    size_t r = (size_t)v->assignment_replication, cells = (size_t)v->assignment_partitions * r;
+    int32_t *ids = malloc((cells ? cells : 1) * sizeof(*ids));
+    int64_t *leads;
+    size_t n = 0;
+
+    if (ids == NULL)
+        return KA_ENOMEM;
+    memcpy(ids, v->assignment, cells * sizeof(*ids));
+    qsort(ids, cells, sizeof(*ids), cmp_i32);
+    for (size_t i = 0; i < cells; i++)
+        if (n == 0 || ids[n - 1] != ids[i])
+            ids[n++] = ids[i];
+    if ((leads = calloc(n ? n : 1, sizeof(*leads))) == NULL) {
+        free(ids);
+        return KA_ENOMEM;
+    }
+    for (int32_t p = 0; p < existing; p++) {
+        int32_t count = 0;
+        const int32_t *rep = ka_cluster_topic_replicas(topic, p, &count);
+        const int32_t *at = count > 0 ? bsearch(&rep[0], ids, n, sizeof(*ids), cmp_i32) : NULL;
+        if (at != NULL)
+            leads[at - ids]++;
+    }
+    for (int32_t p = 0; p < v->assignment_partitions; p++) {
+        int32_t *row = v->assignment + (size_t)p * r;
+        size_t best = 0;
+        for (size_t k = 1; k < r; k++)
+            if (leads[index_of(ids, n, row[k])] < leads[index_of(ids, n, row[best])])
+                best = k;
+        int32_t leader = row[best];
+        memmove(row + 1, row, best * sizeof(*row)); /* the others keep their order */
+        row[0] = leader;
+        leads[index_of(ids, n, leader)]++;
+    }
+    free(leads);
+    free(ids);
+    return 0;
+}
+
 static int create_partitions(struct ka_work *w, const ka_create_partitions_t *t, bool dup,
                              uint64_t seed, ka_verdict_t *v)
 {
@@ -336,7 +397,10 @@ static int create_partitions(struct ka_work *w, const ka_create_partitions_t *t,
     if ((size_t)replication > w->unfenced_count)
         return ka_work_defer(v, "replication factor %d is larger than the %zu unfenced brokers",
                              replication, w->unfenced_count);
-    return ka_work_decide_auto(w, v, &plan, added, replication, seed, true);
+    rc = ka_work_decide_auto(w, v, &plan, added, replication, seed, true);
+    if (rc == 0 && v->kind == KA_VERDICT_ADMIT_WITH_ASSIGNMENT)
+        rc = continue_leaders(topic, existing, v);
+    return rc;
 }
 
 static int create_partitions_at(struct ka_work *w, const void *items, size_t i, bool dup,

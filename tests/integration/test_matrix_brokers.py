@@ -15,8 +15,8 @@ three process.roles=broker nodes on two racks (brokers 1 and 2 on rack "a", brok
 each broker behind a sidecar. The controller is no broker, so Metadata's controller id names no
 node a sidecar fronts; the metadata client and admission must work all the same. With racks (2)
 >= RF (2), place mode must put each partition's replicas on distinct racks, and CreatePartitions
-must keep that rack spread for the new partitions. (It does not continue the topic's leader round
-robin: the placer sees only the request; docs/compatibility.md.)
+must keep that rack spread for the new partitions and continue the topic's leadership (each new
+partition led by the broker of its replicas that leads the fewest of the topic's partitions).
 
 The full suite runs on the pin (tests/kafka/pom.xml) only. Marked `matrix`: scripts/test.sh runs
 these in their own stage. Ports: $KADMIT_TEST_PORT_BASE + 400 + 10 x (entry index); the shapes'
@@ -25,6 +25,7 @@ cluster + 540.
 
 from __future__ import annotations
 
+import collections
 import gc
 import json
 import re
@@ -248,3 +249,9 @@ def test_create_partitions_keeps_the_new_partitions_on_distinct_racks(shaped):
     assert len(rows) == 6
     for row in rows:
         assert sorted(rack_of(b) for b in row) == ["a", "b"], rows
+    # It continues the topic's leadership: each new partition is led by the broker of its
+    # replicas that led the fewest of the topic's partitions before it.
+    leads = collections.Counter(row[0] for row in rows[:4])
+    for row in rows[4:]:
+        assert all(leads[row[0]] <= leads[b] for b in row), (rows, leads)
+        leads[row[0]] += 1

@@ -667,6 +667,41 @@ static void test_create_partitions_places_the_new_partitions(void **state)
     env_free(&e);
 }
 
+/* Growing a topic whose leaders crowd broker 1: the new partitions' leaders
+ * go to the brokers that lead fewest of the topic, so leaders end spread. */
+static void test_create_partitions_continues_the_topics_leader_spread(void **state)
+{
+    static const int32_t rows[4][2] = {{1, 2}, {1, 3}, {1, 2}, {1, 3}}; /* broker 1 leads all */
+    ka_create_partitions_t grow = {.name = S("grown"), .count = 6};
+    int32_t leads[4] = {0, 4, 0, 0};
+    ka_cluster_builder_t *b = fx_builder(0);
+    struct env e;
+    ka_verdict_t v;
+
+    (void)state;
+    /* Broker 1 has the most headroom, so the placer alone would make it lead
+     * a new partition. */
+    for (int32_t id = 1; id <= 3; id++) {
+        fx_broker(b, id, NULL, false);
+        fx_load(b, id, id == 1 ? 0 : 20);
+    }
+    for (int32_t p = 0; p < 4; p++)
+        OK(ka_cluster_builder_add_partition(b, S("grown"), p, rows[p], 2));
+    env_init(&e, "{\"max.broker.partitions\": 100}", fx_finish(b));
+    OK(ka_engine_create_partitions(&e.ctx, &grow, 1, &v));
+    assert_int_equal(v.kind, KA_VERDICT_ADMIT_WITH_ASSIGNMENT);
+    assert_int_equal(v.assignment_partitions, 2);
+    assert_int_equal(v.assignment_replication, 2);
+    for (int32_t p = 0; p < 2; p++)
+        leads[v.assignment[p * 2]]++;
+    /* Broker 1 leads no new partition: brokers 2 and 3 lead one each. */
+    assert_int_equal(leads[1], 4);
+    assert_int_equal(leads[2], 1);
+    assert_int_equal(leads[3], 1);
+    fx_release(&v, 1);
+    env_free(&e);
+}
+
 static void test_long_broker_lists_are_cut_with_a_count(void **state)
 {
     struct env e;
@@ -797,6 +832,7 @@ int main(void)
         cmocka_unit_test(test_unknown_topic_or_broker_is_rejected_with_its_reason),
         cmocka_unit_test(test_recheck_keeps_the_placement_or_rejects_with_the_given_reason),
         cmocka_unit_test(test_create_partitions_places_the_new_partitions),
+        cmocka_unit_test(test_create_partitions_continues_the_topics_leader_spread),
         cmocka_unit_test(test_long_broker_lists_are_cut_with_a_count),
         cmocka_unit_test(test_place_prefers_brokers_with_more_headroom),
         cmocka_unit_test(test_expired_reservations_are_dropped_before_deciding),
