@@ -214,11 +214,11 @@ def test_sasl_handshake_v0_for_plain_reaches_the_broker(bd):
 
 
 def _metadata_denied(b: Bd, version: int, names: list[str]) -> None:
-    before = b.k.metric("kadmit_adm_auto_create_denials")
+    before = b.k.metric("kadmit_admission_auto_create_denials_total")
     body = b.call(b.port, metadata_v1_to_v3(version, 20 + version, ["pad", *names]))
     topics = parse_metadata_v1_to_v3(version, body)
     assert topics == {"pad": 0, **{t: UNKNOWN_TOPIC_OR_PARTITION for t in names}}
-    assert b.k.metric("kadmit_adm_auto_create_denials") == before + 1
+    assert b.k.metric("kadmit_admission_auto_create_denials_total") == before + 1
     time.sleep(1.0)
     assert not set(names) & set(topic_names(b.broker))
 
@@ -239,7 +239,7 @@ def test_metadata_v1_to_v3_auto_creation_past_the_limit_is_denied_on_kafka_3_9(b
 def test_metadata_v1_auto_creation_within_the_limit_goes_on_unchanged_on_kafka_3_9(bd39):
     """The one replica of headroom: forwarded as v1, and the broker creates the topic."""
     topic = f"fits-v1-{int(time.time() * 1000)}"
-    before = bd39.k.metric("kadmit_adm_auto_create_denials")
+    before = bd39.k.metric("kadmit_admission_auto_create_denials_total")
     deadline = time.monotonic() + 30
     while True:
         topics = parse_metadata_v1_to_v3(1, bd39.call(bd39.port, metadata_v1_to_v3(1, 5, [topic])))
@@ -248,7 +248,7 @@ def test_metadata_v1_auto_creation_within_the_limit_goes_on_unchanged_on_kafka_3
         assert time.monotonic() < deadline, topics
         time.sleep(0.5)
     assert topic in topic_names(bd39.broker)
-    assert bd39.k.metric("kadmit_adm_auto_create_denials") == before
+    assert bd39.k.metric("kadmit_admission_auto_create_denials_total") == before
 
 
 def test_admission_health_is_a_gauge_beside_readiness(bd):
