@@ -23,7 +23,7 @@ python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
 #   jsonschema         docs/policy.schema.json against the example policies (test_policy_schema)
 #   PyYAML             the Kubernetes manifests (test_container_runtime.py)
 #   kafka-python       a client of the client matrix (test_matrix_clients.py)
-#   pytest-xdist       the matrix stage runs its clusters two at a time (scripts/test.sh)
+#   pytest-xdist       the matrix stage runs its files two at a time (scripts/test.sh)
 python_packages=(
     "confluent_kafka confluent-kafka==2.16.1"
     "prometheus_client prometheus-client==0.26.0"

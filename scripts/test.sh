@@ -116,9 +116,9 @@ run_stage() {
         else echo "no protocol/gen/check.sh: the generated code cannot be checked"; return 1; fi ;;
     integration-asan) integration build-asan "not matrix and not release_only" ;;
     integration) integration build "(release or release_only) and not matrix" ;;
-    matrix) # one small cluster per version, on ports of its own: two at a time (pytest-xdist;
-            # a module-scoped cluster's tests stay on one worker, by xdist_group)
-        wait_prefetch && integration build "matrix" -n 2 --dist loadgroup ;;
+    matrix) # its three files (broker versions, cluster shapes, clients) two at a time, each
+            # file on one worker with its own ports (pytest-xdist --dist loadfile)
+        wait_prefetch && integration build "matrix" -n 2 --dist loadfile ;;
     fuzz) scripts/fuzz-smoke.sh ;;
     *) echo "unknown stage: $1 (stages: ${all_stages[*]})"; return 2 ;;
     esac

@@ -39,8 +39,7 @@ from admin_client import policy_version, wait_policy_version_above  # noqa: E402
 from kafka_cluster import (HOST, KafkaCluster, Sidecars, kadmit_bin, own_cluster,  # noqa: E402
                            port_base)
 
-# One module-scoped cluster: under pytest-xdist (the matrix stage) its tests share one worker.
-pytestmark = [pytest.mark.matrix, pytest.mark.xdist_group("clients")]
+pytestmark = pytest.mark.matrix
 
 REPO = HERE.parents[1]
 CLIENTS = REPO / "tests" / "clients"
