@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import gc
 import json
+import re
 import sys
 import tempfile
 import time
@@ -30,7 +31,7 @@ import clients  # noqa: E402
 import kafka_wire  # noqa: E402
 from kafka_cluster import (HOST, KafkaCluster, Sidecars, kadmit_bin, own_cluster,  # noqa: E402
                            port_base)
-from test_matrix_brokers import name, wait_view  # noqa: E402
+from test_matrix_brokers import REJECT, name, wait_view  # noqa: E402
 
 pytestmark = pytest.mark.matrix
 
