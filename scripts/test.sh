@@ -70,25 +70,23 @@ prefetch_tools() { # in the background: lint-deploy's tools (the helm build take
     echo "building lint-deploy's tools in the background (log: $cache/tools-prefetch.log)"
 }
 
-wait_tools() { # the background tool build of this run, if one runs
+wait_background() { # pid file, what it does: waits for that background job of this run, if any
     local t0=$SECONDS pid=""
-    [[ -f "$cache/tools-prefetch.pid" ]] && pid="$(cat "$cache/tools-prefetch.pid")"
+    [[ -f "$1" ]] && pid="$(cat "$1")"
     while [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; do
         sleep 2
     done
-    rm -f "$cache/tools-prefetch.pid"
-    echo "waited $((SECONDS - t0))s for the background tool build"
+    rm -f "$1"
+    echo "waited $((SECONDS - t0))s for the background $2"
+}
+
+wait_tools() { # the background tool build of this run, if one runs
+    wait_background "$cache/tools-prefetch.pid" "tool build"
     if [[ -f "$cache/tools-prefetch.log" ]]; then tail -n 5 "$cache/tools-prefetch.log"; fi
 }
 
 wait_prefetch() { # the background fetch of this run, if one runs; then fetch what is missing
-    local t0=$SECONDS pid=""
-    [[ -f "$cache/matrix-prefetch.pid" ]] && pid="$(cat "$cache/matrix-prefetch.pid")"
-    while [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; do
-        sleep 2
-    done
-    rm -f "$cache/matrix-prefetch.pid"
-    echo "waited $((SECONDS - t0))s for the background fetch"
+    wait_background "$cache/matrix-prefetch.pid" "fetch"
     if [[ -f "$prefetch_log" ]]; then cat "$prefetch_log"; fi
     tests/kafka/fetch.sh --matrix >/dev/null
     for v in "${java_clients[@]}"; do tests/clients/java/fetch.sh "$v" >/dev/null; done
