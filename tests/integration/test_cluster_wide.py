@@ -450,6 +450,9 @@ def test_create_partitions_right_after_create_is_judged(cw: CW):
     assert cw.create(1, b) == (0, None)  # 1 left per broker
     other = cw.grow(2, {b: 3})[b]  # +2 per broker
     assert other[0] != 0 and other[1], other
+    # A broker learns of a new topic a moment after the controller: wait until the one asked shows
+    # both, then check neither grew.
+    cw.wait_topics([a, b])
     assert len(cw.partitions(a)) == 1 and len(cw.partitions(b)) == 1
     # +1: exactly the rest. A sidecar whose view does not show b yet may refuse it, saying so;
     # then, as a client would, retry until it is judged on a view that shows b.
@@ -459,7 +462,7 @@ def test_create_partitions_right_after_create_is_judged(cw: CW):
         assert time.monotonic() < deadline, fits
         time.sleep(0.3)
     deadline = time.monotonic() + 20
-    while len(cw.partitions(b)) != 2:
+    while len(cw.partitions(b) or []) != 2:
         assert time.monotonic() < deadline, cw.partitions(b)
         time.sleep(0.2)
     counts = cw.assert_within(limits)
