@@ -23,6 +23,8 @@ void ka_verdict_release(ka_verdict_t *v)
     free(v->message);
     free(v->assignment);
     free(v->claim.deltas);
+    free(v->rule);
+    v->rule = NULL;
     v->message = NULL;
     v->assignment = NULL;
     v->claim.deltas = NULL;

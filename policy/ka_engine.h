@@ -56,6 +56,9 @@ typedef struct ka_decision_context {
     ka_reservations_t *ledger; /* reserved into; expired entries are dropped first */
     int64_t now_ms;            /* same clock as the view's taken_at_ms */
     uint64_t seed;             /* place mode: same inputs and seed, same assignment */
+    /* Who sent the request, as "User:name" (ka_policy_rules.h): the caller passes the policy's
+     * principal.unknown when kadmit cannot know. NULL is read as principal.unknown. */
+    const char *principal;
 } ka_decision_context_t;
 
 enum ka_verdict_kind {
@@ -102,6 +105,10 @@ typedef struct ka_verdict {
     int32_t assignment_partitions;
     int32_t assignment_replication;
     int32_t *assignment;
+    /* The topic rule (its name, ka_topic_rule_t.name) or the policy key ("topic.name.pattern",
+     * "principals", "max.broker.partitions", ...) that decided, for audit events and metrics; a
+     * copy owned by the verdict, or NULL when no rule applied. */
+    char *rule;
     /* ADMIT and ADMIT_WITH_ASSIGNMENT, audited or not: what the item takes. */
     bool claimed;
     ka_claim_t claim;
