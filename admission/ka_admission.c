@@ -239,7 +239,8 @@ static ka_decision_context_t decision_context(const ka_adm_ctx_t *ctx)
                                    .view = ctx->view,
                                    .ledger = ctx->ledger,
                                    .now_ms = ctx->now_ms,
-                                   .seed = ctx->seed};
+                                   .seed = ctx->seed,
+                                   .principal = ctx->principal};
 }
 
 static bool unknown_item(const ka_verdict_t *v)

@@ -61,6 +61,8 @@ typedef struct ka_adm_ctx {
     /* Where the decoded request (its copy of the frame and its arena) is
      * accounted; NULL: nowhere. A refusal makes the decision KA_ENOMEM. */
     const ka_arena_budget_t *budget;
+    /* Who sent the request ("User:name"), or NULL: the policy's principal.unknown. */
+    const char *principal;
 } ka_adm_ctx_t;
 
 /* One item of a request, in request order, kept until the response. */
