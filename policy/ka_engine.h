@@ -131,6 +131,9 @@ typedef struct ka_create_topic {
     const ka_replica_assignment_t *assignments; /* NULL: the broker would choose */
     int32_t assignment_count;
     bool validate_only;
+    /* The topic configs the request sets (ka_rules_configs.h), or NULL. */
+    const struct ka_topic_config *configs;
+    size_t config_count;
 } ka_create_topic_t;
 
 typedef struct ka_create_partitions {
