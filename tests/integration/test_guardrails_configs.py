@@ -106,30 +106,35 @@ def refused(p: subprocess.CompletedProcess, *needles: str) -> None:
         assert n in out, out
 
 
+def javac(c: KafkaCluster, out: Path) -> subprocess.Popen:
+    """Compiles ConfigsClient (TOPIC resources as topic:NAME) into out, in the background."""
+    out.mkdir()
+    libs = str(c.home / "libs" / "*")
+    return subprocess.Popen(["javac", "-nowarn", "-cp", libs, "-d", str(out),
+                             str(HERE / "java" / "ConfigsClient.java")])
+
+
 @pytest.fixture(scope="module")
 def env(request):
     d = Path(tempfile.mkdtemp(prefix="kadmit-guardrails-configs-"))
     c = KafkaCluster(d, brokers=3, port_base_=port_base() + OFFSET)
-    busy = [p for n in c.nodes for p in (n.sidecar_port, n.admin_port, n.client_port)
-            if port_open(p)]
-    if busy or not kadmit_bin().exists():
-        pytest.fail(f"ports in use {busy} (set KADMIT_TEST_PORT_BASE), or no kadmit binary at "
-                    f"{kadmit_bin()} (set KADMIT_BIN)", pytrace=False)
+    taken = [p for n in c.nodes for p in (n.sidecar_port, n.admin_port, n.client_port)
+             if port_open(p)]
+    if taken or not kadmit_bin().exists():
+        pytest.fail(f"kadmit binary {kadmit_bin()} missing (set KADMIT_BIN) or ports {taken} "
+                    "taken (set KADMIT_TEST_PORT_BASE)", pytrace=False)
     clients.run(["bash", str(HERE.parent / "kafka" / "fetch.sh")], timeout=600)
     policy = d / "policy.json"
     policy.write_text(json.dumps(POLICY))
     e = Env(d, c, Sidecars(c))
-    java_dir = d / "java"
-    java_dir.mkdir()
-    e.java_cp = f"{java_dir}:{c.home / 'libs' / '*'}"
+    e.java_cp = f"{d / 'java'}:{c.home / 'libs' / '*'}"
     with own_cluster(d, c, e.sc, "guardrails configs integration", request):
-        javac = subprocess.Popen(["javac", "-nowarn", "-cp", str(c.home / "libs" / "*"), "-d",
-                                  str(java_dir), str(HERE / "java" / "ConfigsClient.java")])
+        compiling = javac(c, d / "java")
         c.start()
         e.sc.start(args=("--policy", str(policy), "--ledger", "off"))
         for n in c.nodes:
             wait_ready(n.admin_port, timeout=90)
-        assert javac.wait(timeout=180) == 0
+        assert compiling.wait(timeout=180) == 0
         yield e
 
 
