@@ -440,6 +440,43 @@ static void test_kafka_topics_create_hands_its_configs_to_the_engine(void **s)
     topic_fx_free(f);
 }
 
+static void test_kafka_topics_create_below_the_minimum_is_answered_with_the_rule(void **s)
+{
+    topic_fx_t *f = topic_fx_new(1);
+    ka_reservations_t *ledger;
+    ka_adm_ctx_t ctx;
+    ka_adm_outcome_t out;
+    struct ka_createtopics_response r;
+    ka_arena_t arena;
+    size_t len;
+    uint8_t *frame = frame_of("createtopics-v7-request-cli-create.bin", &len);
+    int32_t cid = (int32_t)((uint32_t)frame[8] << 24 | (uint32_t)frame[9] << 16 |
+                            (uint32_t)frame[10] << 8 | frame[11]);
+
+    (void)s;
+    assert_int_equal(ka_reservations_new(&ledger), 0);
+    ctx = (ka_adm_ctx_t){.policy = f->policy,
+                         .view = f->view,
+                         .ledger = ledger,
+                         .now_ms = 1500,
+                         .seed = 42,
+                         .max_frame = 1 << 20};
+    assert_int_equal(ka_adm_request(&ctx, frame, len, &out), 0);
+    assert_int_equal(out.action, KA_ADM_ANSWER);
+    ka_arena_init(&arena, 1 << 20);
+    fx_decode_response(out.bytes, out.len, KA_CREATETOPICS_REQUEST_API_KEY, 7, cid, &arena, &r);
+    assert_int_equal(r.topics.count, 1);
+    assert_int_equal(r.topics.items[0].error_code, KA_KAFKA_ERR_POLICY_VIOLATION);
+    assert_true(slice_is(r.topics.items[0].error_message,
+                         "min.insync.replicas 1 is below the minimum 2 of rule 'team-a\\..*'; "
+                         "set min.insync.replicas to at least 2"));
+    ka_arena_destroy(&arena);
+    ka_adm_outcome_release(&out);
+    ka_reservations_free(ledger);
+    free(frame);
+    topic_fx_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -453,6 +490,7 @@ int main(void)
         cmocka_unit_test(test_an_audit_rule_forwards_and_flags),
         cmocka_unit_test(test_without_a_view_a_deleted_key_is_refused_not_passed),
         cmocka_unit_test(test_kafka_topics_create_hands_its_configs_to_the_engine),
+        cmocka_unit_test(test_kafka_topics_create_below_the_minimum_is_answered_with_the_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
