@@ -10,6 +10,7 @@
  * ka_admission_merge.c.
  */
 #include "ka_admission_int.h"
+#include "ka_rules_configs.h"
 
 #include <string.h>
 
@@ -121,6 +122,22 @@ static void *keep_admitted(ka_adm_req_t *req, const void *items, size_t size, si
 
 /* --- CreateTopics -------------------------------------------------------- */
 
+/* The configs a topic sets, for its rule's config bounds: slices into the frame. */
+static int ct_configs(ka_adm_req_t *req, const struct ka_createtopics_request_creatable_topic *t,
+                      ka_create_topic_t *in)
+{
+    size_t n = count_of(t->configs.count);
+    ka_topic_config_t *configs = scratch(req, n, sizeof(*configs));
+
+    if (configs == NULL)
+        return KA_ENOMEM;
+    for (size_t j = 0; j < n; j++)
+        configs[j] = (ka_topic_config_t){t->configs.items[j].name, t->configs.items[j].value};
+    in->configs = configs;
+    in->config_count = n;
+    return 0;
+}
+
 static int ct_items(ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
 {
     const struct ka_createtopics_request *m = req->msg;
@@ -151,6 +168,8 @@ static int ct_items(ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
             ra[j] = (ka_replica_assignment_t){
                 t->assignments.items[j].partition_index, t->assignments.items[j].broker_ids.items,
                 (int32_t)count_of(t->assignments.items[j].broker_ids.count)};
+        if (ct_configs(req, t, &in[i]) < 0)
+            return KA_ENOMEM;
     }
     return 0;
 }

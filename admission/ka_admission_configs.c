@@ -14,8 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* IncrementalAlterConfigs' config_operation values. */
-enum { OP_SET = 0, OP_DELETE = 1, OP_APPEND = 2, OP_SUBTRACT = 3 };
+enum {
+    OP_SET = KA_CFG_OP_SET,
+    OP_DELETE = KA_CFG_OP_DELETE,
+    OP_APPEND = KA_CFG_OP_APPEND,
+    OP_SUBTRACT = KA_CFG_OP_SUBTRACT
+};
 
 static const char *const key_names[KA_CFG_KEY_COUNT] = {KA_CFG_MAX_BROKER_PARTITIONS,
                                                         KA_CFG_MAX_PARTITIONS};
@@ -78,6 +82,7 @@ void ka_cfg_pending_free(ka_cfg_pending_t *p)
     for (size_t i = 0; i < p->count; i++) {
         free(p->res[i].name);
         free(p->res[i].message);
+        free(p->res[i].rule);
     }
     free(p->res);
     free(p);
@@ -144,21 +149,6 @@ int ka_cfg_decode_response(const ka_cfg_pending_t *p, const uint8_t *frame, size
 }
 
 /* --- one view of both alter APIs ------------------------------------------ */
-
-typedef struct cfg_entry {
-    ka_slice_t name;
-    int8_t op;
-    ka_slice_t value;
-    ka_slice_t tags;
-} cfg_entry_t;
-
-typedef struct cfg_res_view {
-    int8_t type;
-    ka_slice_t name;
-    ka_slice_t tags;
-    size_t count;
-    cfg_entry_t *configs;
-} cfg_res_view_t;
 
 typedef struct alter_view {
     size_t count;
@@ -464,6 +454,8 @@ static int plan_resource(const ka_cfg_ctx_t *ctx, const alter_api_t *api, const 
         return KA_ENOMEM;
     for (size_t j = 0; j < rv->count; j++)
         has_key |= ka_cfg_key_of(rv->configs[j].name) >= 0;
+    if (rv->type == KA_CFG_RESOURCE_TOPIC)
+        return ka_cfg_plan_topic(ctx, api->replaces_all, rv, res);
     if (rv->type != KA_CFG_RESOURCE_BROKER)
         return 0;
     res->broker_id = ka_cfg_broker_of(rv->name);
@@ -571,19 +563,28 @@ static int finish_alter(const ka_cfg_ctx_t *ctx, const alter_api_t *api,
     alter_view_t cut;
     int rc;
 
+    size_t kept = 0; /* resources whose answer kadmit writes or follows */
+
     for (size_t i = 0; i < p->count; i++) {
-        out->resources += p->res[i].ours || p->res[i].local;
-        out->refused += p->res[i].local;
-        if (p->res[i].local && out->message[0] == '\0')
-            snprintf(out->message, sizeof(out->message), "%s", p->res[i].message);
+        const ka_cfg_resource_t *res = &p->res[i];
+
+        kept += res->ours || res->local;
+        p->local_count += res->local;
+        if (res->local && out->message[0] == '\0')
+            snprintf(out->message, sizeof(out->message), "%s", res->message);
+        if (res->type == KA_CFG_RESOURCE_TOPIC)
+            ka_cfg_count_topic(res, out);
+        else {
+            out->resources += res->ours || res->local;
+            out->refused += res->local;
+        }
     }
-    p->local_count = out->refused;
-    if (out->resources == 0) { /* nothing of kadmit's: the broker's alone */
+    if (kept == 0) { /* nothing of kadmit's: the broker's alone */
         ka_cfg_pending_free(p);
         out->pending = NULL;
         return 0;
     }
-    if (p->count > 0 && out->refused == p->count) {
+    if (p->count > 0 && p->local_count == p->count) {
         rc = answer_all(api, p, hdr, ctx->max_frame, a, out);
         ka_cfg_pending_free(p);
         out->pending = NULL;

@@ -36,7 +36,8 @@
 /* The broker id of the default entity (resource name ""). */
 #define KA_CFG_DEFAULT_ENTITY (-1)
 
-/* Kafka's ConfigResource type of a broker. */
+/* Kafka's ConfigResource types of a topic and a broker. */
+#define KA_CFG_RESOURCE_TOPIC  2
 #define KA_CFG_RESOURCE_BROKER 4
 
 /* DescribeConfigs' config_source values kadmit reports. A value from
@@ -72,6 +73,13 @@ typedef struct ka_cfg_ctx {
      * why); a change that is not validate_only is refused with it. */
     const char *store_problem;
     size_t max_frame;
+    /* TOPIC resources are judged against their topic rule's config bounds (the policy's
+     * "topic.rules"), keys left out or deleted at the view's broker defaults. policy NULL: not
+     * judged. view NULL: no default is known, so only the values set can meet a bound. */
+    const ka_policy_t *policy;
+    const ka_cluster_t *view;
+    /* Who sent the request ("User:name"), or NULL: the policy's principal.unknown. */
+    const char *principal;
 } ka_cfg_ctx_t;
 
 /* What an alter or describe request keeps until its response. */
@@ -87,6 +95,12 @@ typedef struct ka_cfg_outcome {
     size_t refused;            /* of which kadmit answered locally */
     bool validate_only;
     char message[KA_ADM_MESSAGE_MAX]; /* the first refusal, or why it closed */
+    /* TOPIC resources a topic rule's config bounds judged (exempt principals' are not), of
+     * which refused (answered POLICY_VIOLATION, not forwarded) and audited (an audit rule
+     * found a bound broken; forwarded). */
+    size_t topics_judged, topics_refused, topics_audited;
+    char rule[128];                         /* the rule of the first topic judged */
+    char topic_message[KA_ADM_MESSAGE_MAX]; /* the first broken bound, refused or audited */
 } ka_cfg_outcome_t;
 
 void ka_cfg_outcome_release(ka_cfg_outcome_t *out);

@@ -24,7 +24,36 @@ typedef struct ka_cfg_resource {
     size_t nchanges;
     /* Describe: which of kadmit's keys the answer shows. */
     bool want[KA_CFG_KEY_COUNT];
+    /* Alter, TOPIC resources: the topic rule whose config bounds judged it (a copy), or NULL;
+     * audited: an audit rule found a bound broken, and the resource went on. */
+    char *rule;
+    bool audited;
 } ka_cfg_resource_t;
+
+/* IncrementalAlterConfigs' config_operation values (AlterConfigs' are all SET). */
+enum ka_cfg_op {
+    KA_CFG_OP_SET = 0,
+    KA_CFG_OP_DELETE = 1,
+    KA_CFG_OP_APPEND = 2,
+    KA_CFG_OP_SUBTRACT = 3
+};
+
+/* One config of a resource, as either alter API carries it. */
+typedef struct cfg_entry {
+    ka_slice_t name;
+    int8_t op;
+    ka_slice_t value;
+    ka_slice_t tags;
+} cfg_entry_t;
+
+/* One resource of either alter API: its configs are slices into the frame. */
+typedef struct cfg_res_view {
+    int8_t type;
+    ka_slice_t name;
+    ka_slice_t tags;
+    size_t count;
+    cfg_entry_t *configs;
+} cfg_res_view_t;
 
 struct ka_cfg_pending {
     int16_t api_key;
@@ -46,6 +75,18 @@ static inline void *ka_cfg_scratch(ka_arena_t *arena, size_t n, size_t size)
         return NULL;
     return p;
 }
+
+/*
+ * A TOPIC resource of an alter request (ka_admission_topic_configs.c):
+ * judged against its topic rule's config bounds. A broken bound refuses
+ * it (local, POLICY_VIOLATION), or under an audit rule flags it and lets
+ * it go on. replaces_all: AlterConfigs, where a key it leaves out falls
+ * back to the broker's default. Returns 0 or KA_ENOMEM.
+ */
+int ka_cfg_plan_topic(const ka_cfg_ctx_t *ctx, bool replaces_all, const cfg_res_view_t *rv,
+                      ka_cfg_resource_t *res);
+/* Adds a planned TOPIC resource to the outcome's topic tallies. */
+void ka_cfg_count_topic(const ka_cfg_resource_t *res, ka_cfg_outcome_t *out);
 
 /* The key a config name is, or -1. */
 int ka_cfg_key_of(ka_slice_t name);

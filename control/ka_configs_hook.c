@@ -113,6 +113,22 @@ static void cancel_cb(void *user, void *arg)
     (void)arg;
 }
 
+/* Topic configs judged against a topic rule's config bounds: which rule, and its verdict. */
+static void log_topics(const ka_frame_header_t *hdr, const ka_cfg_outcome_t *o)
+{
+    const char *verdict = o->topics_refused > 0   ? "refused"
+                          : o->topics_audited > 0 ? "audit: would refuse, forwarded"
+                                                  : "admitted";
+
+    ka_log(o->topics_refused + o->topics_audited > 0 ? KA_LOG_WARN : KA_LOG_INFO,
+           "topic config change judged against a topic rule",
+           KA_KS("api", ka_api_name(hdr->api_key)), KA_KI("correlation_id", hdr->correlation_id),
+           KA_KS("rule", o->rule), KA_KS("verdict", verdict), KA_KI("topics", o->topics_judged),
+           KA_KI("refused", o->topics_refused), KA_KI("audited", o->topics_audited),
+           KA_KS("validate_only", o->validate_only ? "yes" : "no"),
+           KA_KS("message", o->topic_message[0] ? o->topic_message : NULL));
+}
+
 static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, size_t *len,
                       ka_hook_verdict_t *v)
 {
@@ -126,8 +142,12 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
     if (hdr->api_key == KA_DESCRIBECONFIGS_REQUEST_API_KEY) {
         rc = ka_cfg_describe_request(frame, *len, &o);
     } else {
+        ka_admission_t *a = ka_server_admission(c->srv);
+        /* The principal is not known on this path yet: principal.unknown judges. */
         ka_cfg_ctx_t ctx = {.store_problem = store_problem(c),
-                            .max_frame = ka_server_config(c->srv)->max_frame_bytes};
+                            .max_frame = ka_server_config(c->srv)->max_frame_bytes,
+                            .policy = a != NULL ? ka_admission_policy(a) : NULL,
+                            .view = a != NULL ? ka_admission_view(a) : NULL};
 
         ids = known_brokers(c, &ctx.broker_count);
         ctx.broker_ids = ids;
@@ -150,6 +170,8 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
                KA_KI("correlation_id", hdr->correlation_id), KA_KI("resources", o.resources),
                KA_KI("refused", o.refused), KA_KS("validate_only", o.validate_only ? "yes" : "no"),
                KA_KS("message", o.message[0] ? o.message : NULL));
+    if (o.topics_judged > 0)
+        log_topics(hdr, &o);
     if (o.action == KA_ADM_ANSWER || o.action == KA_ADM_REWRITE) {
         v->kind = o.action == KA_ADM_ANSWER ? KA_HOOK_ANSWER : KA_HOOK_FORWARD;
         v->bytes = o.bytes;

@@ -283,12 +283,21 @@ static void send_cluster(ka_mdc_t *c)
         fail(c, "describe cluster", "cannot send");
 }
 
-/* Asks every broker Metadata lists for the settings that decide -1 fields. */
+/* Asks every broker Metadata lists for the settings that decide -1 fields, and the
+ * topic-config defaults that topic rules' config bounds judge a key left out at. */
 static void send_configs(ka_mdc_t *c)
 {
     static ka_slice_t keys[] = {KA_SLICE_LIT("num.partitions"),
                                 KA_SLICE_LIT("default.replication.factor"),
-                                KA_SLICE_LIT("auto.create.topics.enable")};
+                                KA_SLICE_LIT("auto.create.topics.enable"),
+                                KA_SLICE_LIT("min.insync.replicas"),
+                                KA_SLICE_LIT("log.retention.ms"),
+                                KA_SLICE_LIT("log.retention.minutes"),
+                                KA_SLICE_LIT("log.retention.hours"),
+                                KA_SLICE_LIT("log.retention.bytes"),
+                                KA_SLICE_LIT("log.cleanup.policy"),
+                                KA_SLICE_LIT("message.max.bytes"),
+                                KA_SLICE_LIT("log.segment.bytes")};
     const struct ka_metadata_response *md = &c->refresh->metadata;
     size_t n = (size_t)md->brokers.count;
     struct ka_describeconfigs_request req;
@@ -306,7 +315,7 @@ static void send_configs(ka_mdc_t *c)
         int len = snprintf(names[i], sizeof(names[i]), "%d", md->brokers.items[i].node_id);
         res[i].resource_type = RESOURCE_TYPE_BROKER;
         res[i].resource_name = (ka_slice_t){(const uint8_t *)names[i], len};
-        res[i].configuration_keys.count = 3;
+        res[i].configuration_keys.count = (int32_t)(sizeof(keys) / sizeof(keys[0]));
         res[i].configuration_keys.items = keys;
     }
     req.resources.count = (int32_t)n;
@@ -328,7 +337,10 @@ static void log_defaults(ka_mdc_t *c)
     if (!c->have_defaults || memcmp(&d, &c->defaults, sizeof(d)) != 0)
         ka_log(KA_LOG_INFO, "broker defaults", KA_KI("num.partitions", d.num_partitions),
                KA_KI("default.replication.factor", d.default_replication_factor),
-               KA_KS("auto.create.topics.enable", d.auto_create_topics_enable ? "true" : "false"));
+               KA_KS("auto.create.topics.enable", d.auto_create_topics_enable ? "true" : "false"),
+               KA_KI("min.insync.replicas", d.min_insync_replicas),
+               KA_KI("retention.ms", d.retention_ms), KA_KS("cleanup.policy", d.cleanup_policy),
+               KA_KI("topic_defaults_known", d.topic_known));
     c->defaults = d;
     c->have_defaults = 1;
 }

@@ -27,11 +27,31 @@
 #include "ka_error.h"
 #include "ka_reader.h"
 
+/* The topic configs whose broker default the view may know (bits of topic_known). */
+enum ka_topic_default {
+    KA_TOPIC_DEFAULT_MIN_INSYNC_REPLICAS = 1u << 0, /* min.insync.replicas */
+    KA_TOPIC_DEFAULT_RETENTION_MS = 1u << 1,        /* log.retention.{ms,minutes,hours} */
+    KA_TOPIC_DEFAULT_RETENTION_BYTES = 1u << 2,     /* log.retention.bytes */
+    KA_TOPIC_DEFAULT_CLEANUP_POLICY = 1u << 3,      /* log.cleanup.policy */
+    KA_TOPIC_DEFAULT_MAX_MESSAGE_BYTES = 1u << 4,   /* message.max.bytes */
+    KA_TOPIC_DEFAULT_SEGMENT_BYTES = 1u << 5,       /* log.segment.bytes */
+};
+
 /* Broker settings that decide what a request with -1 fields creates. */
 typedef struct ka_broker_defaults {
     int32_t num_partitions;             /* num.partitions, used for num_partitions = -1 */
     int16_t default_replication_factor; /* default.replication.factor, for -1 */
     bool auto_create_topics_enable;     /* auto.create.topics.enable: Metadata can create */
+    /* What a topic gets for a config it does not set, judged against topic rules' config
+     * bounds. A field counts only when its enum ka_topic_default bit is in topic_known: a
+     * default kadmit did not read is never guessed. -1 retention means unlimited. */
+    unsigned topic_known;
+    int64_t min_insync_replicas;
+    int64_t retention_ms;
+    int64_t retention_bytes;
+    int64_t max_message_bytes;
+    int64_t segment_bytes;
+    char cleanup_policy[32]; /* as the broker lists it, e.g. "delete" or "compact,delete" */
 } ka_broker_defaults_t;
 
 typedef struct ka_cluster_broker {

@@ -32,4 +32,13 @@ int ka_rules_check_configs(const ka_topic_rule_t *rule, const ka_cluster_t *view
                            const ka_topic_config_t *configs, size_t count,
                            bool absent_means_default, char *msg, size_t msglen);
 
+/*
+ * The broker's default for a topic config key ("retention.ms", ...) as the
+ * text a request would set, from the defaults the view read. Returns 0 with
+ * the text in buf, 1 when kadmit does not know that default (never
+ * guessed), or KA_EINVALID.
+ */
+int ka_rules_config_default(const ka_broker_defaults_t *defaults, const char *key, char *buf,
+                            size_t buflen);
+
 #endif

@@ -4,6 +4,7 @@
 #include "ka_view_build.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +21,8 @@ static bool slice_is(ka_slice_t s, const char *lit)
     return s.len == (int32_t)n && memcmp(s.ptr, lit, n) == 0;
 }
 
-/* A config value as a decimal integer in [1, max]; 0, or -1 when it is not one. */
-static int parse_positive(ka_slice_t v, long max, long *out)
+/* A config value as a decimal integer (sign allowed); 0, or -1 when it is not one. */
+static int parse_integer(ka_slice_t v, int64_t *out)
 {
     char buf[32];
     char *end;
@@ -30,13 +31,93 @@ static int parse_positive(ka_slice_t v, long max, long *out)
         return -1;
     memcpy(buf, v.ptr, (size_t)v.len);
     buf[v.len] = '\0';
-    *out = strtol(buf, &end, 10);
-    return *end == '\0' && *out > 0 && *out <= max ? 0 : -1;
+    *out = strtoll(buf, &end, 10);
+    return *end == '\0' && end != buf ? 0 : -1;
+}
+
+/* A config value as a decimal integer in [1, max]; 0, or -1 when it is not one. */
+static int parse_positive(ka_slice_t v, long max, long *out)
+{
+    int64_t x;
+
+    if (parse_integer(v, &x) < 0 || x <= 0 || x > max)
+        return -1;
+    *out = (long)x;
+    return 0;
+}
+
+/* The topic-config defaults named like the broker's settings, each with its bit. */
+static const struct {
+    const char *broker_key;
+    unsigned bit;
+    size_t offset;
+} topic_defaults[] = {
+    {"min.insync.replicas", KA_TOPIC_DEFAULT_MIN_INSYNC_REPLICAS,
+     offsetof(ka_broker_defaults_t, min_insync_replicas)},
+    {"log.retention.bytes", KA_TOPIC_DEFAULT_RETENTION_BYTES,
+     offsetof(ka_broker_defaults_t, retention_bytes)},
+    {"message.max.bytes", KA_TOPIC_DEFAULT_MAX_MESSAGE_BYTES,
+     offsetof(ka_broker_defaults_t, max_message_bytes)},
+    {"log.segment.bytes", KA_TOPIC_DEFAULT_SEGMENT_BYTES,
+     offsetof(ka_broker_defaults_t, segment_bytes)},
+};
+
+/*
+ * The broker's retention as Kafka resolves it: log.retention.ms when set,
+ * else log.retention.minutes, else log.retention.hours; a negative result
+ * is unlimited (-1). unit[0..3) are ms, minutes, hours; known[] says which
+ * the answer gave a number for.
+ */
+static void resolve_retention(const int64_t unit[3], const bool known[3], ka_broker_defaults_t *d)
+{
+    static const int64_t scale[3] = {1, 60 * 1000, 60 * 60 * 1000};
+
+    for (int u = 0; u < 3; u++) {
+        if (!known[u])
+            continue;
+        if (unit[u] < 0)
+            d->retention_ms = -1;
+        else if (unit[u] > INT64_MAX / scale[u])
+            d->retention_ms = INT64_MAX;
+        else
+            d->retention_ms = unit[u] * scale[u];
+        d->topic_known |= KA_TOPIC_DEFAULT_RETENTION_MS;
+        return;
+    }
+}
+
+static void read_topic_default(
+    const struct ka_describeconfigs_response_describe_configs_resource_result *config,
+    ka_broker_defaults_t *d, int64_t retention[3], bool retention_known[3])
+{
+    static const char *const retention_keys[3] = {"log.retention.ms", "log.retention.minutes",
+                                                  "log.retention.hours"};
+    int64_t x;
+
+    for (size_t i = 0; i < sizeof(topic_defaults) / sizeof(topic_defaults[0]); i++)
+        if (slice_is(config->name, topic_defaults[i].broker_key) &&
+            parse_integer(config->value, &x) == 0) {
+            *(int64_t *)((char *)d + topic_defaults[i].offset) = x;
+            d->topic_known |= topic_defaults[i].bit;
+        }
+    for (int u = 0; u < 3; u++)
+        if (slice_is(config->name, retention_keys[u]) &&
+            parse_integer(config->value, &retention[u]) == 0)
+            retention_known[u] = true;
+    if (slice_is(config->name, "log.cleanup.policy") && config->value.len >= 0 &&
+        config->value.len < (int32_t)sizeof(d->cleanup_policy)) {
+        memcpy(d->cleanup_policy, config->value.ptr, (size_t)config->value.len);
+        d->cleanup_policy[config->value.len] = '\0';
+        d->topic_known |= KA_TOPIC_DEFAULT_CLEANUP_POLICY;
+    }
 }
 
 static void read_defaults(const struct ka_describeconfigs_response_describe_configs_result *res,
                           ka_broker_defaults_t *d)
 {
+    int64_t retention[3] = {0, 0, 0};
+    bool retention_known[3] = {false, false, false};
+
     for (int32_t k = 0; k < res->configs.count; k++) {
         const struct ka_describeconfigs_response_describe_configs_resource_result *config =
             &res->configs.items[k];
@@ -50,7 +131,10 @@ static void read_defaults(const struct ka_describeconfigs_response_describe_conf
             d->default_replication_factor = (int16_t)x;
         else if (slice_is(config->name, "auto.create.topics.enable"))
             d->auto_create_topics_enable = slice_is(config->value, "true");
+        else
+            read_topic_default(config, d, retention, retention_known);
     }
+    resolve_retention(retention, retention_known, d);
 }
 
 int ka_view_broker_defaults(const struct ka_describeconfigs_response *const *configs, size_t count,

@@ -5,7 +5,8 @@
  * answers here: Metadata (every topic, its partitions and their replica
  * lists, and the live brokers), DescribeCluster (every registered broker,
  * fenced ones included where the broker can say so) and DescribeConfigs
- * (the broker settings that decide what a request with -1 fields creates).
+ * (the broker settings that decide what a request with -1 fields creates,
+ * and the topic-config defaults topic rules judge a config left out at).
  * The build is a pure function of these answers: no I/O, no clock, so a
  * view can be rebuilt from captured frames in a test, byte for byte.
  *
@@ -46,7 +47,8 @@ typedef struct ka_view_answers {
 /*
  * Finds the broker defaults in DescribeConfigs answers: the first result
  * without error (a KRaft broker answers only for its own id and refuses
- * the others per resource). Keys it does not carry keep Kafka's defaults.
+ * the others per resource). Keys it does not carry keep Kafka's defaults,
+ * except the topic-config defaults, which stay unknown (topic_known).
  * Returns 1 with *out filled, or 0 when no result answered.
  */
 int ka_view_broker_defaults(const struct ka_describeconfigs_response *const *configs, size_t count,

@@ -22,3 +22,9 @@ target_include_directories(test_admission_backdoors PRIVATE ${KA_ADMISSION_TEST_
 if(NOT KADMIT_FUZZ)
   include(${CMAKE_CURRENT_LIST_DIR}/../fuzz/admission.cmake)
 endif()
+
+# Topic configs against topic rules' config bounds: CreateTopics items, alter refusals, audit.
+ka_unit_test(test_admission_topic_configs
+  SOURCES ${KA_ADMISSION_TEST_DIR}/test_admission_topic_configs.c
+  ${KA_ADMISSION_TEST_DIR}/adm_fixture.c LIBS ka_admission)
+target_include_directories(test_admission_topic_configs PRIVATE ${KA_ADMISSION_TEST_DIR})

@@ -5,7 +5,7 @@
 //   java ConfigsClient PROPS describe BROKER
 //
 // PROPS is an AdminClient properties file (bootstrap, SASL). BROKER is a
-// broker id or "" for the default entity. alter sends ONE
+// broker id or "" for the default entity, or topic:NAME for a topic. alter sends ONE
 // incrementalAlterConfigs call (OP is SET, DELETE, APPEND or SUBTRACT) and
 // prints "RESULT OK" or "RESULT ERROR ExceptionClass: message". describe
 // sends describeConfigs with synonyms and prints, for each entry,
@@ -46,7 +46,7 @@ public class ConfigsClient {
 
     static void alter(Admin admin, boolean validateOnly, String broker, String[] args)
         throws Exception {
-        ConfigResource res = new ConfigResource(ConfigResource.Type.BROKER, broker);
+        ConfigResource res = resource(broker);
         List<AlterConfigOp> ops = new ArrayList<>();
         for (int i = 4; i < args.length; i++) {
             String[] opKey = args[i].split(":", 2);
@@ -66,8 +66,14 @@ public class ConfigsClient {
         }
     }
 
+    static ConfigResource resource(String name) {
+        if (name.startsWith("topic:"))
+            return new ConfigResource(ConfigResource.Type.TOPIC, name.substring(6));
+        return new ConfigResource(ConfigResource.Type.BROKER, name);
+    }
+
     static void describe(Admin admin, String broker) throws Exception {
-        ConfigResource res = new ConfigResource(ConfigResource.Type.BROKER, broker);
+        ConfigResource res = resource(broker);
         Config config = admin.describeConfigs(List.of(res),
                                               new DescribeConfigsOptions().includeSynonyms(true))
                             .all()
