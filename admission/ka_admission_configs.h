@@ -72,6 +72,8 @@ typedef struct ka_cfg_ctx {
      * why); a change that is not validate_only is refused with it. */
     const char *store_problem;
     size_t max_frame;
+    /* Who sent the request ("User:name"), or NULL: the policy's principal.unknown. */
+    const char *principal;
 } ka_cfg_ctx_t;
 
 /* What an alter or describe request keeps until its response. */

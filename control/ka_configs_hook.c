@@ -127,7 +127,8 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
         rc = ka_cfg_describe_request(frame, *len, &o);
     } else {
         ka_cfg_ctx_t ctx = {.store_problem = store_problem(c),
-                            .max_frame = ka_server_config(c->srv)->max_frame_bytes};
+                            .max_frame = ka_server_config(c->srv)->max_frame_bytes,
+                            .principal = hdr->origin ? hdr->origin->principal : NULL};
 
         ids = known_brokers(c, &ctx.broker_count);
         ctx.broker_ids = ids;
