@@ -260,17 +260,10 @@ static void test_principal_follows_the_broker_answer_to_the_sasl_exchange(void *
     ka_config_t cfg;
     char err[256];
     uint16_t broker_port = 0;
-    pthread_t broker, client;
 
     broker_listen_fd = fx_listen_loopback(&broker_port);
     assert_true(broker_listen_fd >= 0);
-    ka_config_defaults(&cfg);
-    cfg.log_level = KA_LOG_ERROR;
-    snprintf(cfg.upstream.host, sizeof(cfg.upstream.host), "127.0.0.1");
-    cfg.upstream.port = broker_port;
-    snprintf(cfg.listen.host, sizeof(cfg.listen.host), "127.0.0.1");
-    cfg.listen.port = 0;
-    ka_log_setup(cfg.log_level, cfg.log_format);
+    fx_proxy_config(&cfg, broker_port);
     uv_loop_init(&loop);
     assert_int_equal(ka_server_new(&loop, &cfg, &srv, err, sizeof(err)), 0);
     ka_intercept_entry_t *e = &ka_server_intercept(srv)->api[PROBE_KEY];
@@ -278,15 +271,7 @@ static void test_principal_follows_the_broker_answer_to_the_sasl_exchange(void *
     e->on_request = on_probe;
     assert_int_equal(ka_server_listen(srv, err, sizeof(err)), 0);
     proxy_port = ka_server_listen_port(srv);
-
-    pthread_create(&broker, NULL, broker_main, NULL);
-    pthread_create(&client, NULL, client_main, NULL);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    ka_server_close(srv);
-    pthread_join(client, NULL);
-    shutdown(broker_listen_fd, SHUT_RDWR);
-    close(broker_listen_fd);
-    pthread_join(broker, NULL);
+    fx_run_proxy(&loop, srv, broker_listen_fd, broker_main, client_main);
 
     for (int i = 1; i <= 8; i++) {
         assert_true(seen[i]);
