@@ -225,6 +225,13 @@ const char *ka_adm_reason_name(enum ka_reason r)
         [KA_REASON_UNKNOWN_BROKER] = "unknown_broker",
         [KA_REASON_LEDGER_UNAVAILABLE] = "ledger_unavailable",
         [KA_REASON_CONCURRENT] = "concurrent",
+        [KA_REASON_TOPIC_NAME] = "topic_name",
+        [KA_REASON_PRINCIPAL_TOPICS] = "principal_topics",
+        [KA_REASON_RULE_REPLICATION] = "rule_replication",
+        [KA_REASON_RULE_PARTITIONS] = "rule_partitions",
+        [KA_REASON_RULE_CONFIG] = "rule_config",
+        [KA_REASON_RULE_BUDGET] = "rule_budget",
+        [KA_REASON_PRINCIPAL_BUDGET] = "principal_budget",
     };
     return (unsigned)r < KA_REASON_COUNT ? names[r] : "?";
 }

@@ -608,3 +608,11 @@ const int32_t *ka_cluster_topic_replicas(const ka_cluster_topic_t *t, int32_t pa
     *count = t->partitions[partition].count;
     return t->pool + t->partitions[partition].offset;
 }
+
+const ka_cluster_topic_t *ka_cluster_topic_at(const ka_cluster_t *c, size_t index, ka_slice_t *name)
+{
+    const ka_cluster_topic_t *t = &c->topics[index];
+
+    *name = (ka_slice_t){(const uint8_t *)c->names + t->name_off, (int32_t)t->name_len};
+    return t;
+}

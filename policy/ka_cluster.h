@@ -104,5 +104,9 @@ int32_t ka_cluster_topic_partition_count(const ka_cluster_topic_t *topic);
 /* The replicas of one partition (count 0 and NULL when the view lacks it). */
 const int32_t *ka_cluster_topic_replicas(const ka_cluster_topic_t *topic, int32_t partition,
                                          int32_t *count);
+/* Topic `index` (< ka_cluster_topic_count) and its name, a slice into the view; for walks
+ * over every topic (budgets of topic rules), in no particular order. */
+const ka_cluster_topic_t *ka_cluster_topic_at(const ka_cluster_t *cluster, size_t index,
+                                              ka_slice_t *name);
 
 #endif

@@ -82,6 +82,12 @@ int ka_work_init(struct ka_work *w, const ka_decision_context_t *ctx)
     ka_reservations_expire(ctx->ledger, ctx->now_ms);
     w->stale = ka_engine_view_is_stale(ctx->policy, view, ctx->now_ms);
     w->audit = ka_policy_enforcement(ctx->policy) == KA_ENFORCEMENT_AUDIT;
+    w->principal_name =
+        ctx->principal != NULL ? ctx->principal : ka_policy_unknown_principal(ctx->policy);
+    w->principal = ka_policy_principal(ctx->policy, w->principal_name);
+    w->exempt = w->principal != NULL ? w->principal->exempt : 0;
+    w->principal_used = -1;
+    w->pending_rule = -1;
     w->brokers = calloc(n + 1, sizeof(*w->brokers));
     w->limit = calloc(n + 1, sizeof(*w->limit));
     w->current = calloc(n + 1, sizeof(*w->current));
@@ -120,6 +126,7 @@ void ka_work_free(struct ka_work *w)
     free(w->current);
     free(w->delta);
     free(w->shares);
+    free(w->rule_used);
 }
 
 long ka_work_broker_index(const struct ka_work *w, int32_t broker_id)
@@ -206,6 +213,18 @@ int ka_work_unknown(const struct ka_work *w, ka_verdict_t *v, enum ka_reason rea
     return 0;
 }
 
+int ka_verdict_set_cause(ka_verdict_t *v, char *message, enum ka_reason reason, const char *rule,
+                         bool audit)
+{
+    free(v->message);
+    free(v->rule);
+    v->message = message;
+    v->reason = reason;
+    v->audit = audit;
+    v->rule = strdup(rule);
+    return v->rule != NULL ? 0 : KA_ENOMEM;
+}
+
 /* Keeps what the item takes in the verdict, for a later ka_engine_recheck. */
 static void keep_claim(ka_verdict_t *v, const ka_plan_t *plan, ka_broker_delta_t *deltas,
                        size_t count)
@@ -258,6 +277,7 @@ static int reserve(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan)
     for (size_t i = 0; i < w->broker_count; i++)
         w->current[i] += w->delta[i];
     w->partitions += plan->new_partitions;
+    ka_work_budget_commit(w, plan->new_partitions);
     return 0;
 }
 
@@ -267,7 +287,8 @@ static int check_max_partitions(const struct ka_work *w, const ka_plan_t *plan, 
     int64_t limit = ka_policy_max_partitions(w->ctx->policy);
 
     *message = NULL;
-    if (plan->new_partitions <= 0 || w->partitions + plan->new_partitions <= limit)
+    if ((w->exempt & KA_EXEMPT_BROKER_LIMITS) || plan->new_partitions <= 0 ||
+        w->partitions + plan->new_partitions <= limit)
         return 0;
     *message =
         ka_message_max_partitions(limit, w->partitions, w->partitions + plan->new_partitions);
@@ -285,6 +306,9 @@ static int check_brokers(const struct ka_work *w, const int64_t *added, const ch
     size_t count = 0;
 
     *message = NULL;
+    /* A principal exempt from max.broker.partitions (the policy says so for it). */
+    if (w->exempt & KA_EXEMPT_BROKER_LIMITS)
+        return 0;
     for (size_t i = 0; i < w->broker_count; i++) {
         if (added[i] <= 0 || (!list_all && w->current[i] + added[i] <= w->limit[i]))
             continue;
@@ -310,8 +334,12 @@ static int check_brokers(const struct ka_work *w, const int64_t *added, const ch
 static int exceeded(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan, char *message,
                     enum ka_reason reason)
 {
-    v->message = message;
-    v->reason = reason;
+    /* A limit outranks an audit-mode rule's flag, which may be there already. */
+    if (ka_verdict_set_cause(v, message, reason,
+                             reason == KA_REASON_MAX_PARTITIONS ? "max.partitions"
+                                                                : "max.broker.partitions",
+                             false) < 0)
+        return KA_ENOMEM;
     if (!w->audit) {
         v->kind = KA_VERDICT_REJECT;
         v->error_code = ka_policy_reject_error_code(w->ctx->policy);
@@ -322,7 +350,7 @@ static int exceeded(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan, c
     return reserve(w, v, plan);
 }
 
-static void clear_delta(struct ka_work *w)
+void ka_work_clear_delta(struct ka_work *w)
 {
     memset(w->delta, 0, w->broker_count * sizeof(*w->delta));
 }
@@ -343,7 +371,7 @@ int ka_work_decide_exact(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *pl
         v->kind = KA_VERDICT_ADMIT;
         rc = reserve(w, v, plan);
     }
-    clear_delta(w);
+    ka_work_clear_delta(w);
     return rc;
 }
 
@@ -425,7 +453,7 @@ int ka_work_decide_auto(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *pla
     if (rc == 0 && message != NULL) {
         bound_delta(w, partitions, replication);
         rc = exceeded(w, v, plan, message, KA_REASON_MAX_PARTITIONS);
-    } else if (rc == 0 && may_place &&
+    } else if (rc == 0 && may_place && !(w->exempt & KA_EXEMPT_BROKER_LIMITS) &&
                ka_policy_auto_assignment(w->ctx->policy) == KA_AUTO_ASSIGNMENT_PLACE &&
                (int64_t)partitions * replication <= KA_PLACE_MAX_REPLICAS) {
         rc = decide_place(w, v, plan, partitions, replication, seed);
@@ -439,7 +467,7 @@ int ka_work_decide_auto(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *pla
             rc = reserve(w, v, plan);
         }
     }
-    clear_delta(w);
+    ka_work_clear_delta(w);
     return rc;
 }
 
@@ -451,12 +479,42 @@ static bool load_claim(struct ka_work *w, const ka_claim_t *c, int32_t *missing)
 
         if (at < 0) {
             *missing = c->deltas[i].broker_id;
-            clear_delta(w);
+            ka_work_clear_delta(w);
             return false;
         }
         w->delta[at] += c->deltas[i].replicas;
     }
     return true;
+}
+
+/* Keeps (or, with restore, puts back) an audit-mode rule's flag across a recheck. */
+struct kept_flag {
+    char *message, *rule;
+    enum ka_reason reason;
+};
+
+static void keep_flag(ka_verdict_t *v, struct kept_flag *k)
+{
+    *k = (struct kept_flag){0};
+    if (v->audit && ka_reason_is_guardrail(v->reason))
+        *k = (struct kept_flag){v->message, v->rule, v->reason};
+    else
+        free(v->message);
+    v->message = NULL;
+    v->rule = NULL;
+}
+
+static void restore_flag(ka_verdict_t *v, struct kept_flag *k)
+{
+    if (k->message != NULL && v->message == NULL && v->kind != KA_VERDICT_REJECT) {
+        v->message = k->message;
+        v->rule = k->rule;
+        v->reason = k->reason;
+        v->audit = true;
+        return;
+    }
+    free(k->message);
+    free(k->rule);
 }
 
 /* One claimed verdict against w, keeping its placement (see ka_engine_recheck). */
@@ -465,32 +523,39 @@ static int recheck_one(struct ka_work *w, ka_verdict_t *v, enum ka_reason reason
     const ka_claim_t c = v->claim;
     ka_plan_t plan = c;
     enum ka_verdict_kind kind = v->kind;
+    struct kept_flag kept;
     int32_t missing = 0;
     char *message;
     int rc;
 
-    free(v->message);
-    v->message = NULL;
+    keep_flag(v, &kept);
+    free(v->rule);
+    v->rule = NULL;
     v->reservation_id = 0;
     v->audit = false;
     v->reason = KA_REASON_NONE;
     if (w->stale)
-        return ka_work_stale(w, v);
-    if (!load_claim(w, &c, &missing))
-        return ka_work_unknown(w, v, reason, ka_policy_reject_error_code(w->ctx->policy),
-                               "Cannot satisfy request: broker %d, chosen for this request, left "
-                               "kadmit's cluster view before the decision was confirmed. Retry.",
-                               missing);
-    rc = check_max_partitions(w, &plan, &message);
-    if (rc == 0 && message == NULL)
-        rc = check_brokers(w, w->delta, plan.advice, false, &message);
-    if (rc == 0 && message != NULL) {
-        rc = exceeded(w, v, &plan, message, reason);
-    } else if (rc == 0) {
-        v->kind = kind; /* the same verdict, the same assignment */
-        rc = reserve(w, v, &plan);
+        rc = ka_work_stale(w, v);
+    else if (!load_claim(w, &c, &missing))
+        rc = ka_work_unknown(w, v, reason, ka_policy_reject_error_code(w->ctx->policy),
+                             "Cannot satisfy request: broker %d, chosen for this request, left "
+                             "kadmit's cluster view before the decision was confirmed. Retry.",
+                             missing);
+    else {
+        rc = check_max_partitions(w, &plan, &message);
+        if (rc == 0 && message == NULL)
+            rc = check_brokers(w, w->delta, plan.advice, false, &message);
+        if (rc == 0 && message != NULL) {
+            rc = exceeded(w, v, &plan, message, reason);
+        } else if (rc == 0 && (rc = ka_work_recheck_budgets(w, v)) == 0) {
+            v->kind = kind; /* the same verdict, the same assignment */
+            rc = reserve(w, v, &plan);
+        } else if (rc == 1) {
+            rc = 0; /* a budget that earlier intents used up: rejected */
+        }
+        ka_work_clear_delta(w);
     }
-    clear_delta(w);
+    restore_flag(v, &kept);
     return rc;
 }
 

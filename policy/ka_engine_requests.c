@@ -206,6 +206,10 @@ static int create_topic(struct ka_work *w, const ka_create_topic_t *t, bool dup,
                       .topic = t->name,
                       .validate_only = t->validate_only,
                       .advice = ADVICE_CREATE};
+    ka_rules_item_t item = {.api = KA_RULES_CREATE,
+                            .topic = t->name,
+                            .configs = t->configs,
+                            .config_count = t->config_count};
     int32_t partitions = t->num_partitions, replication = t->replication_factor, rf;
     int rc;
 
@@ -224,9 +228,17 @@ static int create_topic(struct ka_work *w, const ka_create_topic_t *t, bool dup,
         rc = take_rows(w, v, t->assignments, t->assignment_count, true, 0, &rf);
         if (rc != 0)
             return rc < 0 ? rc : 0;
+        item.partitions = item.added = t->assignment_count;
+        item.replication = rf;
+        if ((rc = ka_work_judge_rules(w, &item, v)) != 0) {
+            ka_work_clear_delta(w);
+            return rc < 0 ? rc : 0;
+        }
         plan.partition_count = plan.new_partitions = t->assignment_count;
         return ka_work_decide_exact(w, v, &plan);
     }
+    item.partitions_default = partitions == -1;
+    item.replication_default = replication == -1;
     if (partitions == -1)
         partitions = defaults->num_partitions;
     if (replication == -1)
@@ -240,6 +252,10 @@ static int create_topic(struct ka_work *w, const ka_create_topic_t *t, bool dup,
     if ((size_t)replication > w->unfenced_count)
         return ka_work_defer(v, "replication factor %d is larger than the %zu unfenced brokers",
                              replication, w->unfenced_count);
+    item.partitions = item.added = partitions;
+    item.replication = replication;
+    if ((rc = ka_work_judge_rules(w, &item, v)) != 0)
+        return rc < 0 ? rc : 0;
     plan.partition_count = plan.new_partitions = partitions;
     return ka_work_decide_auto(w, v, &plan, partitions, replication, seed, true);
 }
@@ -367,6 +383,7 @@ static int create_partitions(struct ka_work *w, const ka_create_partitions_t *t,
                       .partition_count = t->count,
                       .validate_only = t->validate_only,
                       .advice = ADVICE_CREATE};
+    ka_rules_item_t item = {.api = KA_RULES_GROW, .topic = t->name};
     int32_t existing, added, replication, rf;
     int rc;
 
@@ -383,6 +400,9 @@ static int create_partitions(struct ka_work *w, const ka_create_partitions_t *t,
     replication = topic_replication(topic);
     if (replication <= 0)
         return ka_work_defer(v, "the topic's replication factor is not known");
+    item.partitions = t->count;
+    item.added = added;
+    item.replication = replication;
     if (t->assignments != NULL) {
         if (t->assignment_count != added)
             return ka_work_defer(v, "%d assignments were given for %d new partitions",
@@ -390,6 +410,10 @@ static int create_partitions(struct ka_work *w, const ka_create_partitions_t *t,
         rc = take_rows(w, v, t->assignments, t->assignment_count, false, replication, &rf);
         if (rc != 0)
             return rc < 0 ? rc : 0;
+        if ((rc = ka_work_judge_rules(w, &item, v)) != 0) {
+            ka_work_clear_delta(w);
+            return rc < 0 ? rc : 0;
+        }
         return ka_work_decide_exact(w, v, &plan);
     }
     /* Kafka's placer uses unfenced brokers only, and refuses a factor above their number
@@ -397,6 +421,8 @@ static int create_partitions(struct ka_work *w, const ka_create_partitions_t *t,
     if ((size_t)replication > w->unfenced_count)
         return ka_work_defer(v, "replication factor %d is larger than the %zu unfenced brokers",
                              replication, w->unfenced_count);
+    if ((rc = ka_work_judge_rules(w, &item, v)) != 0)
+        return rc < 0 ? rc : 0;
     rc = ka_work_decide_auto(w, v, &plan, added, replication, seed, true);
     if (rc == 0 && v->kind == KA_VERDICT_ADMIT_WITH_ASSIGNMENT)
         rc = continue_leaders(topic, existing, v);
@@ -459,6 +485,19 @@ static int reassign(struct ka_work *w, const ka_reassignment_t *r, bool dup, ka_
             if (r->replicas[j] == current[i])
                 w->delta[at]--;
     }
+    /* A rule bounds the replica count only when the reassignment changes it. */
+    if (r->replica_count != current_count) {
+        ka_rules_item_t item = {.api = KA_RULES_REASSIGN,
+                                .topic = r->topic,
+                                .replication = r->replica_count,
+                                .partition = r->partition,
+                                .current_replication = current_count};
+
+        if ((rc = ka_work_judge_rules(w, &item, v)) != 0) {
+            ka_work_clear_delta(w);
+            return rc < 0 ? rc : 0;
+        }
+    }
     return ka_work_decide_exact(w, v, &plan);
 }
 
@@ -493,9 +532,17 @@ int ka_engine_alter_reassignments(const ka_decision_context_t *ctx,
 /* A topic the broker creates and places itself (auto-creation, a streams
  * group's internal topics): judged against the bound. */
 static int broker_create(struct ka_work *w, ka_slice_t name, int32_t partitions,
-                         int32_t replication, ka_verdict_t *v)
+                         int32_t replication, bool defaults, ka_verdict_t *v)
 {
     ka_plan_t plan = {.kind = KA_RESERVATION_PARTITIONS, .topic = name, .advice = ADVICE_CREATE};
+    ka_rules_item_t item = {.api = KA_RULES_BROKER_CREATE,
+                            .topic = name,
+                            .partitions = partitions,
+                            .replication = replication,
+                            .partitions_default = defaults,
+                            .replication_default = defaults,
+                            .added = partitions};
+    int rc;
 
     v->kind = KA_VERDICT_ADMIT;
     /* Nothing will be created: a bad name, an existing topic, a creation
@@ -505,6 +552,8 @@ static int broker_create(struct ka_work *w, ka_slice_t name, int32_t partitions,
         ka_reservations_has_topic(w->ctx->ledger, name) || partitions <= 0 || replication <= 0 ||
         (size_t)replication > w->unfenced_count)
         return 0;
+    if ((rc = ka_work_judge_rules(w, &item, v)) != 0)
+        return rc < 0 ? rc : 0;
     plan.partition_count = plan.new_partitions = partitions;
     /* The broker places these topics itself: always the bound. */
     return ka_work_decide_auto(w, v, &plan, partitions, replication, 0, false);
@@ -531,9 +580,9 @@ static int broker_creates(const ka_decision_context_t *ctx, const ka_slice_t *na
         else if (w.stale)
             rc = ka_work_stale(&w, &verdicts[i]);
         else
-            rc = broker_create(&w, names != NULL ? names[i] : topics[i].name,
-                               np > 0 ? np : d->num_partitions,
-                               rf > 0 ? rf : d->default_replication_factor, &verdicts[i]);
+            rc = broker_create(
+                &w, names != NULL ? names[i] : topics[i].name, np > 0 ? np : d->num_partitions,
+                rf > 0 ? rf : d->default_replication_factor, np <= 0 && rf <= 0, &verdicts[i]);
     }
     return finish(&w, verdicts, count, dup, NULL, rc);
 }

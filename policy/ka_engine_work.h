@@ -12,6 +12,8 @@
 
 #include "ka_engine.h"
 #include "ka_placement.h"
+#include "ka_policy_rules.h"
+#include "ka_rules_configs.h"
 
 /* Above this many replicas in one item, place mode falls back to bound. */
 #define KA_PLACE_MAX_REPLICAS (1 << 20)
@@ -30,6 +32,18 @@ struct ka_work {
     int64_t *delta;     /* scratch: what the item being judged adds; zero between items */
     int64_t *shares;    /* scratch for the bound */
     int64_t partitions; /* cluster partitions + reserved + validate_only items */
+    /* Who sent the request (ctx->principal, or principal.unknown), its entry in the policy
+     * (NULL: none) and what that entry exempts it from (enum ka_exemption). */
+    const char *principal_name;
+    const ka_principal_rule_t *principal;
+    unsigned exempt;
+    /* Budgets in use, counted at their first use in the call and then kept
+     * current as items are admitted, so that a request of many topics never
+     * walks the ledger per item (ka_engine_rules.c). */
+    int64_t *rule_used;     /* per rule; -1: not counted yet; NULL: none counted */
+    int64_t principal_used; /* the principal's; -1: not counted yet */
+    long pending_rule;      /* the rule of the item being judged, or -1 */
+    bool pending_principal; /* the item counts against the principal's budget */
 };
 
 /* An item's plan is a claim (ka_engine.h) whose deltas are still in
@@ -57,6 +71,52 @@ int ka_work_stale(const struct ka_work *w, ka_verdict_t *v);
 int ka_work_unknown(const struct ka_work *w, ka_verdict_t *v, enum ka_reason reason,
                     int16_t error_code, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 int ka_work_defer(ka_verdict_t *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * What decided an item: its message (taken over, freed with the verdict),
+ * reason, rule (copied) and audit flag, replacing any earlier ones. 0 or
+ * KA_ENOMEM.
+ */
+int ka_verdict_set_cause(ka_verdict_t *v, char *message, enum ka_reason reason, const char *rule,
+                         bool audit);
+/* Zeroes w->delta (between items, or when an item stops before its decision). */
+void ka_work_clear_delta(struct ka_work *w);
+
+/* What topic rules and principals judge of one item (ka_engine_rules.c). */
+enum ka_rules_api {
+    KA_RULES_CREATE,        /* CreateTopics: every check */
+    KA_RULES_GROW,          /* CreatePartitions: partitions.max and budgets */
+    KA_RULES_REASSIGN,      /* AlterPartitionReassignments: a new replica count */
+    KA_RULES_BROKER_CREATE, /* auto-creation, broker-created topics: at the broker's defaults */
+};
+
+typedef struct ka_rules_item {
+    enum ka_rules_api api;
+    ka_slice_t topic;
+    int32_t partitions;               /* the topic's partition total afterwards */
+    int32_t replication;              /* its replication factor (REASSIGN: the target's count) */
+    bool partitions_default;          /* num_partitions was -1: the broker's num.partitions */
+    bool replication_default;         /* replication_factor was -1 */
+    int32_t added;                    /* partitions the item adds, against budgets */
+    int32_t partition;                /* REASSIGN: the partition */
+    int32_t current_replication;      /* REASSIGN: its replica count now */
+    const ka_topic_config_t *configs; /* CREATE: the configs the request sets */
+    size_t config_count;
+} ka_rules_item_t;
+
+/*
+ * Judges item against the topic rules and the principal's entry. Returns 1
+ * when v now holds a rejection (stop there), 0 when the item goes on to the
+ * KIP-578 checks (v may then carry an audit-mode rule's flag: audit, reason,
+ * message, rule), or KA_ENOMEM.
+ */
+int ka_work_judge_rules(struct ka_work *w, const ka_rules_item_t *item, ka_verdict_t *v);
+/* Phase 2: the budgets of a claimed item again, against w's ledger; 1, 0 or KA_ENOMEM as above. */
+int ka_work_recheck_budgets(struct ka_work *w, ka_verdict_t *v);
+/* An admitted item's partitions join the budgets it was judged against. */
+void ka_work_budget_commit(struct ka_work *w, int32_t new_partitions);
+/* True for the reasons ka_work_judge_rules gives. */
+bool ka_reason_is_guardrail(enum ka_reason reason);
 
 /* Kafka's topic-name rule: 1..249 of [a-zA-Z0-9._-], not "." or "..". */
 bool ka_topic_name_valid(ka_slice_t name);

@@ -61,22 +61,34 @@ void ka_pattern_free(ka_pattern_t *pattern)
     free(pattern);
 }
 
+void *ka_pattern_match_data_new(void)
+{
+    return pcre2_match_data_create(1, NULL);
+}
+
+void ka_pattern_match_data_free(void *match_data)
+{
+    pcre2_match_data_free(match_data);
+}
+
+bool ka_pattern_matches_with(const ka_pattern_t *pattern, ka_slice_t name, void *match_data)
+{
+    size_t len = name.len > 0 ? (size_t)name.len : 0;
+
+    if (pattern == NULL || match_data == NULL)
+        return false;
+    /* 0 means a match whose groups did not fit the one-pair vector. */
+    return pcre2_match(pattern->code, len > 0 ? (PCRE2_SPTR)name.ptr : (PCRE2_SPTR) "", len, 0, 0,
+                       match_data, NULL) >= 0;
+}
+
 bool ka_pattern_matches(const ka_pattern_t *pattern, ka_slice_t name)
 {
-    pcre2_match_data *md;
-    size_t len = name.len > 0 ? (size_t)name.len : 0;
-    int rc;
+    void *md = ka_pattern_match_data_new();
+    bool matched = ka_pattern_matches_with(pattern, name, md);
 
-    if (pattern == NULL)
-        return false;
-    md = pcre2_match_data_create(1, NULL);
-    if (md == NULL)
-        return false;
-    rc = pcre2_match(pattern->code, len > 0 ? (PCRE2_SPTR)name.ptr : (PCRE2_SPTR) "", len, 0, 0, md,
-                     NULL);
-    pcre2_match_data_free(md);
-    /* 0 means a match whose groups did not fit the one-pair vector. */
-    return rc >= 0;
+    ka_pattern_match_data_free(md);
+    return matched;
 }
 
 const char *ka_pattern_source(const ka_pattern_t *pattern)
@@ -100,12 +112,18 @@ static bool slice_is(ka_slice_t s, const char *str)
 const ka_topic_rule_t *ka_policy_rule_for(const ka_policy_t *policy, ka_slice_t topic)
 {
     const ka_rules_t *r = policy->rules;
+    const ka_topic_rule_t *found = NULL;
+    void *md;
 
-    for (size_t i = 0; r != NULL && i < r->rule_count; i++) {
-        if (ka_pattern_matches(r->rules[i].match, topic))
-            return &r->rules[i];
+    if (r == NULL || r->rule_count == 0)
+        return NULL;
+    md = ka_pattern_match_data_new();
+    for (size_t i = 0; i < r->rule_count && found == NULL; i++) {
+        if (ka_pattern_matches_with(r->rules[i].match, topic, md))
+            found = &r->rules[i];
     }
-    return NULL;
+    ka_pattern_match_data_free(md);
+    return found;
 }
 
 size_t ka_policy_rule_count(const ka_policy_t *policy)
@@ -216,6 +234,8 @@ void ka_rules_unref(ka_rules_t *r)
         free_principal(&r->principals[i]);
     free(r->principals);
     free(r->unknown_principal);
+    ka_rules_cache_free(r);
+    pthread_mutex_destroy(&r->cache_lock);
     free(r);
 }
 

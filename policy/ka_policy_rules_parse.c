@@ -469,6 +469,10 @@ int ka_rules_parse_key(ka_rules_t **rules, const char *key, const json_t *v, cha
         if (r == NULL)
             return KA_ENOMEM;
         atomic_init(&r->refs, 1);
+        if (pthread_mutex_init(&r->cache_lock, NULL) != 0) {
+            free(r);
+            return KA_ENOMEM;
+        }
         *rules = r;
     }
     if (strcmp(key, "topic.name.pattern") == 0)

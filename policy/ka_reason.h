@@ -19,6 +19,13 @@ enum ka_reason {
     KA_REASON_UNKNOWN_BROKER,     /* the view does not know a broker the item names */
     KA_REASON_LEDGER_UNAVAILABLE, /* the cluster-wide ledger could not be reached */
     KA_REASON_CONCURRENT,         /* earlier admissions elsewhere took the headroom */
+    KA_REASON_TOPIC_NAME,         /* the name does not match topic.name.pattern */
+    KA_REASON_PRINCIPAL_TOPICS,   /* the principal may not create topics of that name */
+    KA_REASON_RULE_REPLICATION,   /* a topic rule's replication.factor.min/max */
+    KA_REASON_RULE_PARTITIONS,    /* a topic rule's partitions.min/max */
+    KA_REASON_RULE_CONFIG,        /* a topic rule's bounds on topic configs */
+    KA_REASON_RULE_BUDGET,        /* a topic rule's budget.partitions */
+    KA_REASON_PRINCIPAL_BUDGET,   /* a principal's budget.partitions */
     KA_REASON_COUNT
 };
 

@@ -238,6 +238,11 @@ int ka_reservations_describe(const ka_reservations_t *l, uint64_t id, ka_reserva
     return 0;
 }
 
+void ka_reservations_spec_at(const ka_reservations_t *l, size_t index, ka_reservation_spec_t *spec)
+{
+    spec_of(&l->entries[index], spec);
+}
+
 int ka_reservations_copy_before(const ka_reservations_t *src, uint64_t order,
                                 ka_reservations_t **out)
 {

@@ -104,6 +104,10 @@ int64_t ka_reservations_broker_replicas(const ka_reservations_t *ledger, int32_t
 /* Partitions reserved against max.partitions. */
 int64_t ka_reservations_partitions(const ka_reservations_t *ledger);
 size_t ka_reservations_count(const ka_reservations_t *ledger);
+/* The spec of outstanding reservation `index` (< ka_reservations_count), as describe gives it;
+ * for walks over every reservation (budgets of topic rules). */
+void ka_reservations_spec_at(const ka_reservations_t *ledger, size_t index,
+                             ka_reservation_spec_t *spec);
 /* True when a PARTITIONS reservation for this topic is outstanding. */
 bool ka_reservations_has_topic(const ka_reservations_t *ledger, ka_slice_t topic);
 

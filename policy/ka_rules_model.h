@@ -13,6 +13,7 @@
 #define KA_RULES_MODEL_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
@@ -31,6 +32,15 @@ typedef struct ka_rules {
     ka_principal_rule_t *principals; /* sorted by name, for bsearch */
     size_t principal_count;
     char *unknown_principal; /* "principal.unknown", or NULL for User:ANONYMOUS */
+    /* Budgets count the partitions of every covered topic of a view: matched
+     * once per (rules, view) pair, not per decision (ka_engine_rules.c). The
+     * cache holds a reference to its view, so a new view at the same address
+     * can never be mistaken for it. The lock makes it safe to share the rules
+     * across threads, as snapshots are. */
+    pthread_mutex_t cache_lock;
+    struct ka_cluster *cache_view;
+    int64_t *cache_rule_totals;      /* per rule: partitions of the topics it applies to */
+    int64_t *cache_principal_totals; /* per principal: partitions matching its topics */
 } ka_rules_t;
 
 /* The names of enum ka_exemption's bits, in bit order ("exempt": [...]). */
@@ -53,6 +63,13 @@ void ka_rules_unref(ka_rules_t *rules);
 int ka_rules_to_json(const ka_rules_t *rules, json_t *root);
 /* Same settings; NULL equals rules that set nothing. */
 bool ka_rules_equal(const ka_rules_t *a, const ka_rules_t *b);
+
+/* Matching many names in a row with one match data (ka_pattern_matches allocates per call). */
+void *ka_pattern_match_data_new(void);
+void ka_pattern_match_data_free(void *match_data);
+bool ka_pattern_matches_with(const ka_pattern_t *pattern, ka_slice_t name, void *match_data);
+/* Drops the budget cache (ka_engine_rules.c); the rules are being freed. */
+void ka_rules_cache_free(ka_rules_t *rules);
 
 /* ka_policy.c's value readers, shared so that every error reads alike. */
 void ka_policy_describe(const json_t *v, char *buf, size_t len);

@@ -13,10 +13,14 @@
  *
  *   bench_policy_decide                       N = 200,000
  *   bench_policy_decide --sweep 10000,100000,200000,1000000 [--runs 9]
+ *   bench_policy_decide --rules 1 [...]      the same with guardrails (issue #19): a name
+ *                                             pattern, two topic rules (one with a budget) and
+ *                                             a principal with topics and a budget
  *
  * The lines `view built in X ms` and `place ... median X ms` keep the form
  * of earlier versions, so runs stay comparable.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +73,15 @@ static struct clocks median(double *wall, double *cpu, int n)
     qsort(cpu, (size_t)n, sizeof(*cpu), compare_double);
     return (struct clocks){wall[n / 2], cpu[n / 2]};
 }
+
+/* --rules: guardrails every new topic passes, so that admissions stay comparable. */
+static bool with_rules;
+#define GUARDRAILS                                                                                 \
+    ", \"topic.name.pattern\": \"[a-z0-9][a-z0-9._-]*\", \"topic.rules\": ["                       \
+    "{\"match\": \"existing-1.*\", \"partitions.max\": 100},"                                      \
+    " {\"match\": \"new-topic-.*\", \"replication.factor.min\": 2, \"partitions.max\": 100,"       \
+    " \"budget.partitions\": 100000000}], \"principals\": {\"User:bench\": {\"topics\":"           \
+    " [\"new-topic-.*\"], \"budget.partitions\": 100000000}}"
 
 static ka_slice_t slice(const char *s)
 {
@@ -160,22 +173,22 @@ static int decide(const char *mode, ka_cluster_t *view, int count, int runs,
 {
     static double wall[MAX_RUNS], cpu[MAX_RUNS];
     int64_t per_broker = ka_cluster_total_partitions(view) * REPLICATION / BROKERS;
-    char json[256], err[256];
+    char json[1024], err[256];
     ka_policy_t *policy = NULL;
     size_t admitted = 0;
 
     snprintf(json, sizeof(json),
              "{\"max.broker.partitions\": %lld, \"max.partitions\": %lld, "
-             "\"auto.assignment\": \"%s\"}",
+             "\"auto.assignment\": \"%s\"%s}",
              (long long)(per_broker + 1000), (long long)ka_cluster_total_partitions(view) + 20000,
-             mode);
+             mode, with_rules ? GUARDRAILS : "");
     if (ka_policy_parse(json, strlen(json), 1, &policy, err, sizeof(err)) < 0) {
         fprintf(stderr, "policy: %s\n", err);
         return 1;
     }
     for (int i = -1; i < runs; i++) {
         ka_reservations_t *ledger = NULL;
-        ka_decision_context_t ctx = {policy, view, NULL, 1000, (uint64_t)i};
+        ka_decision_context_t ctx = {policy, view, NULL, 1000, (uint64_t)i, "User:bench"};
         struct clocks start, took;
 
         if (ka_reservations_new(&ledger) < 0)
@@ -188,6 +201,10 @@ static int decide(const char *mode, ka_cluster_t *view, int count, int runs,
         if (i >= 0) {
             wall[i] = took.wall;
             cpu[i] = took.cpu;
+        } else if (with_rules) {
+            printf("first decision against the view (counts the budgets' partitions once): "
+                   "%.2f ms [cpu %.2f ms]\n",
+                   took.wall, took.cpu);
         }
         admitted = 0;
         for (int t = 0; t < count; t++) {
@@ -249,6 +266,8 @@ int main(int argc, char **argv)
             sweep = argv[i + 1];
         else if (strcmp(argv[i], "--runs") == 0)
             runs = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--rules") == 0)
+            with_rules = atoi(argv[i + 1]) != 0;
     }
     if (runs < 1 || runs * 20 + 1 > MAX_RUNS)
         runs = 9;
@@ -257,7 +276,8 @@ int main(int argc, char **argv)
         long long n = strtoll(p, &end, 10);
 
         if (end == p || n < PER_TOPIC) {
-            fprintf(stderr, "usage: bench_policy_decide [--sweep N,N,...] [--runs R]\n");
+            fprintf(stderr,
+                    "usage: bench_policy_decide [--sweep N,N,...] [--runs R] [--rules 0|1]\n");
             return 2;
         }
         printf("== %lld partitions\n", n);
