@@ -13,6 +13,7 @@
  *   ka_listener.c     the server: accept, signals, drain
  *   ka_session.c      one connection's life: connect, read, half-close, close
  *   ka_session_tls.c  the session's transport when TLS is on
+ *   ka_session_auth.c who the client is: its SASL name or certificate subject
  *   ka_relay.c        frames: route, hold, handlers, in-flight matching
  *   ka_output.c       writes
  *   ka_leg.c          when a socket reads, and resumes after a pause

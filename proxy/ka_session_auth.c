@@ -164,8 +164,8 @@ void ka_session_auth_tls(ka_session_t *s, const ka_transport_t *t)
     a->tls[0] = '\0';
     if (n > 0) {
         snprintf(a->tls, sizeof(a->tls), "User:%s", subject);
-        ka_log(KA_LOG_DEBUG, "client certificate verified", KA_KI("session", s->id),
-               KA_KS("principal", a->tls));
+        ka_log(KA_LOG_INFO, "client certificate verified", KA_KI("session", s->id),
+               KA_KS("peer", s->peer), KA_KS("principal", a->tls));
     } else if (n < 0) {
         ka_log(KA_LOG_WARN, "client certificate subject too long to be a principal",
                KA_KI("session", s->id), KA_KS("peer", s->peer));
