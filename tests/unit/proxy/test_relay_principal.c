@@ -127,7 +127,8 @@ static void request(int fd, uint16_t key, uint16_t ver, int32_t corr, int flexib
     n += 3;
     if (flexible)
         f[n++] = 0;
-    memcpy(f + n, body, body_len);
+    if (body_len > 0)
+        memcpy(f + n, body, body_len);
     n += body_len;
     fx_put32(f, (uint32_t)(n - 4));
     assert_int_equal(write(fd, f, n), (ssize_t)n);
