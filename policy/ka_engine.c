@@ -498,8 +498,10 @@ static void keep_flag(ka_verdict_t *v, struct kept_flag *k)
     *k = (struct kept_flag){0};
     if (v->audit && ka_reason_is_guardrail(v->reason))
         *k = (struct kept_flag){v->message, v->rule, v->reason};
-    else
+    else {
         free(v->message);
+        free(v->rule);
+    }
     v->message = NULL;
     v->rule = NULL;
 }
@@ -529,8 +531,6 @@ static int recheck_one(struct ka_work *w, ka_verdict_t *v, enum ka_reason reason
     int rc;
 
     keep_flag(v, &kept);
-    free(v->rule);
-    v->rule = NULL;
     v->reservation_id = 0;
     v->audit = false;
     v->reason = KA_REASON_NONE;

@@ -327,8 +327,10 @@ static int check_configs(const struct ka_work *w, const ka_topic_rule_t *rule,
         return 0;
     rc = ka_rules_check_configs(rule, w->ctx->view, item->configs, item->config_count, true, msg,
                                 sizeof(msg));
+    /* KA_EINVALID means inputs the engine never passes (configs NULL with a count): the other
+     * checks still stand, and only running out of memory ends the decision. */
     if (rc <= 0)
-        return rc < 0 ? KA_ENOMEM : 0;
+        return rc == KA_ENOMEM ? KA_ENOMEM : 0;
     return flag(w, v, rule->enforcement == KA_ENFORCEMENT_AUDIT, KA_REASON_RULE_CONFIG, rule->name,
                 ka_message_format("%s", msg));
 }
@@ -344,13 +346,21 @@ static int check_budget(struct ka_work *w, ka_verdict_t *v, ka_slice_t topic, in
         return KA_ENOMEM;
     if (added <= 0 || used + added <= budget)
         return 0;
+    if (room <= 0)
+        return flag(w, v, audit, reason, rule,
+                    ka_message_format("Topic '%.*s' would add %d partitions to %s, whose topics "
+                                      "already have %" PRId64 " of its budget.partitions %" PRId64
+                                      ". The budget is used up: delete topics it covers, or raise "
+                                      "its budget.partitions.",
+                                      (int)topic.len, (const char *)topic.ptr, added, whose, used,
+                                      budget));
     return flag(w, v, audit, reason, rule,
                 ka_message_format("Topic '%.*s' would add %d partitions to %s, whose topics "
                                   "already have %" PRId64 " of its budget.partitions %" PRId64
                                   ". Add at most %" PRId64 " partitions, delete topics it "
                                   "covers, or raise its budget.partitions.",
                                   (int)topic.len, (const char *)topic.ptr, added, whose, used,
-                                  budget, room > 0 ? room : 0));
+                                  budget, room));
 }
 
 /* The rule's budget in use in this call: counted once, then kept by ka_work_budget_commit. */
@@ -427,7 +437,7 @@ int ka_work_judge_rules(struct ka_work *w, const ka_rules_item_t *item, ka_verdi
 
     w->pending_rule = -1;
     w->pending_principal = false;
-    if (w->ctx->policy->rules == NULL)
+    if (w->ctx->policy->rules == NULL || ka_policy_topic_is_internal(item->topic))
         return 0;
     if (creates)
         rc = check_name(w, item, v);

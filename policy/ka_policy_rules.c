@@ -141,14 +141,21 @@ const ka_pattern_t *ka_policy_topic_name_pattern(const ka_policy_t *policy)
     return policy->rules != NULL ? policy->rules->name_pattern : NULL;
 }
 
-bool ka_policy_topic_is_protected(const ka_policy_t *policy, ka_slice_t topic)
+bool ka_policy_topic_is_internal(ka_slice_t topic)
 {
-    const ka_rules_t *r = policy->rules;
-
     for (size_t i = 0; i < sizeof(always_protected) / sizeof(always_protected[0]); i++) {
         if (slice_is(topic, always_protected[i]))
             return true;
     }
+    return false;
+}
+
+bool ka_policy_topic_is_protected(const ka_policy_t *policy, ka_slice_t topic)
+{
+    const ka_rules_t *r = policy->rules;
+
+    if (ka_policy_topic_is_internal(topic))
+        return true;
     for (size_t i = 0; r != NULL && i < r->protected_count; i++) {
         if (ka_pattern_matches(r->protected_topics[i], topic))
             return true;

@@ -86,6 +86,11 @@ const ka_topic_rule_t *ka_policy_rule_at(const ka_policy_t *policy, size_t index
 /* NULL when no pattern is set. */
 const ka_pattern_t *ka_policy_topic_name_pattern(const ka_policy_t *policy);
 
+/* Kafka's internal topics and kadmit's own at their default names: always protected, and
+ * never judged by topic.name.pattern, principals' topics or topic rules, so that kadmit (and
+ * Kafka) can create them under any policy. */
+bool ka_policy_topic_is_internal(ka_slice_t topic);
+
 /* True for a topic whose DeleteTopics/DeleteRecords must be refused. */
 bool ka_policy_topic_is_protected(const ka_policy_t *policy, ka_slice_t topic);
 

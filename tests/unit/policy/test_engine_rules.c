@@ -100,6 +100,10 @@ static void test_a_name_outside_the_pattern_is_refused_and_one_inside_admitted(v
     assert_int_equal(v.kind, KA_VERDICT_ADMIT_WITH_ASSIGNMENT);
     assert_null(v.rule);
     fx_release(&v, 1);
+    /* kadmit creates its own topics under any policy. */
+    v = create(&e, "__kadmit_ledger", 1, 3);
+    assert_int_equal(v.kind, KA_VERDICT_ADMIT_WITH_ASSIGNMENT);
+    fx_release(&v, 1);
     env_free(&e);
 }
 

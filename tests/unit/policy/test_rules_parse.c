@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "ka_policy.h"
+#include "ka_policy_patch.h"
 #include "ka_policy_rules.h"
 
 #define S(str) ((ka_slice_t){(const uint8_t *)(str), (int32_t)strlen(str)})
@@ -323,6 +324,33 @@ static void test_derived_policies_keep_the_rules(void **state)
     ka_policy_unref(c);
 }
 
+static void test_patches_over_a_policy_keep_its_rules(void **state)
+{
+    ka_policy_t *base = parse_ok(example), *out = NULL, *again = NULL;
+    const char *patch =
+        "{\"max.broker.partitions\": 5, \"principals\": {\"User:cruise-control\": null,"
+        " \"User:z\": {\"exempt\": [\"protected.topics\"]}}}";
+    char err[256], *diff;
+
+    (void)state;
+    assert_int_equal(ka_policy_apply_patch(base, patch, strlen(patch), 2, &out, err, sizeof(err)),
+                     0);
+    assert_int_equal(ka_policy_default_broker_limit(out), 5);
+    assert_int_equal(ka_policy_rule_for(out, S("team-a.x"))->budget_partitions, 20);
+    assert_null(ka_policy_principal(out, "User:cruise-control"));
+    assert_int_equal(ka_policy_principal(out, "User:z")->exempt, KA_EXEMPT_PROTECTED_TOPICS);
+    /* The diff back from the base reproduces the result exactly. */
+    diff = ka_policy_diff(base, out);
+    assert_non_null(diff);
+    assert_int_equal(ka_policy_apply_patch(base, diff, strlen(diff), 3, &again, err, sizeof(err)),
+                     0);
+    assert_true(ka_policy_equal(out, again));
+    free(diff);
+    ka_policy_unref(base);
+    ka_policy_unref(out);
+    ka_policy_unref(again);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -335,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_rules_round_trip_canonically),
         cmocka_unit_test(test_rules_make_policies_differ),
         cmocka_unit_test(test_derived_policies_keep_the_rules),
+        cmocka_unit_test(test_patches_over_a_policy_keep_its_rules),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
