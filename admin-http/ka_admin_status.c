@@ -61,12 +61,13 @@ static json_t *decision_json(const ka_metrics_decision_t *d)
     char at[48];
 
     iso_time(d->at_unix_ms, at, sizeof(at));
-    return json_pack("{s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:i,s:b,s:s?}", "at", at, "api",
+    return json_pack("{s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:i,s:b,s:s?,s:s?,s:s?}", "at", at, "api",
                      ka_adm_api_name(d->api), "decision", ka_adm_decision_name(d->decision),
                      "reason", ka_adm_reason_name(d->reason), "correlation_id", d->correlation_id,
                      "items", (int)d->items, "admitted", (int)d->admitted, "rejected",
                      (int)d->rejected, "audit", d->audit, "message",
-                     d->message[0] ? d->message : NULL);
+                     d->message[0] ? d->message : NULL, "principal",
+                     d->principal[0] ? d->principal : NULL, "rule", d->rule[0] ? d->rule : NULL);
 }
 
 void ka_admin_handle_decisions_get(ka_admin_context_t *ctx, const ka_admin_request_t *req,

@@ -524,6 +524,32 @@ static int finish(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t *
     return rewrite(req, ctx, out);
 }
 
+static const char *verdict_name(const ka_verdict_t *v)
+{
+    if (v->kind == KA_VERDICT_REJECT)
+        return "reject";
+    if (v->audit)
+        return "audit";
+    return v->kind == KA_VERDICT_DEFER_TO_BROKER ? "defer" : "admit";
+}
+
+/* Tells ctx->on_judged about every item of a decided request. */
+static void report_judged(const ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
+{
+    for (size_t i = 0; ctx->on_judged != NULL && i < req->count; i++) {
+        const ka_verdict_t *v = &req->verdicts[i];
+        ka_adm_judged_t item = {.api = req->desc->api,
+                                .topic = req->names[i],
+                                .partition = req->partitions[i],
+                                .client_id = req->hdr.client_id,
+                                .rule = v->rule,
+                                .verdict = verdict_name(v),
+                                .reason = v->reason,
+                                .message = v->message};
+        ctx->on_judged(ctx->on_judged_arg, &item);
+    }
+}
+
 int ka_adm_finish(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t *out)
 {
     int rc = 0;
@@ -534,8 +560,8 @@ int ka_adm_finish(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t *
     out->trailing_bytes = req->trailing_bytes;
     if (req->wants_view)
         out->action = KA_ADM_WAIT;
-    else if (req->judged)
-        rc = finish(req, ctx, out);
+    else if (req->judged && (rc = finish(req, ctx, out)) == 0)
+        report_judged(req, ctx);
     if (rc < 0) {
         ka_adm_outcome_release(out);
         out->action = KA_ADM_CLOSE;

@@ -47,6 +47,20 @@
 
 #define KA_ADM_MESSAGE_MAX 1100
 
+/* One judged item of a final decision, for audit events; everything is
+ * borrowed from the request and valid only during the callback. */
+typedef struct ka_adm_judged {
+    enum ka_adm_api api;
+    ka_slice_t topic;
+    int32_t partition;    /* reassignments; -1 otherwise */
+    ka_slice_t client_id; /* the request header's (len -1: none) */
+    const char *rule;     /* the rule or policy key that decided, or NULL */
+    const char
+        *verdict; /* "admit", "reject", "audit" (admitted, flagged), "defer" (to the broker) */
+    enum ka_reason reason;
+    const char *message; /* the rejection or audit sentence, or NULL */
+} ka_adm_judged_t;
+
 typedef struct ka_adm_ctx {
     const ka_policy_t *policy;
     const ka_cluster_t *view; /* NULL before the first view */
@@ -63,6 +77,10 @@ typedef struct ka_adm_ctx {
     const ka_arena_budget_t *budget;
     /* Who sent the request ("User:name"), or NULL: the policy's principal.unknown. */
     const char *principal;
+    /* Called for each item, in request order, when ka_adm_finish (or
+     * ka_adm_request) ends a decision; not on WAIT. NULL: nobody listens. */
+    void (*on_judged)(void *arg, const ka_adm_judged_t *item);
+    void *on_judged_arg;
 } ka_adm_ctx_t;
 
 /* One item of a request, in request order, kept until the response. */

@@ -30,4 +30,13 @@ typedef struct ka_audit_event {
 /* Writes the event and counts it. Never fails the decision it describes. */
 void ka_audit_emit(const ka_audit_event_t *event);
 
+struct ka_metrics;
+/*
+ * Where events are counted (NULL: nowhere) and the name an unknown
+ * principal is written as (the policy's principal.unknown; NULL keeps
+ * "User:ANONYMOUS"). The admission runtime calls it at start and on every
+ * policy reload; the process has one loop, so this is plain state.
+ */
+void ka_audit_setup(struct ka_metrics *metrics, const char *unknown_principal);
+
 #endif

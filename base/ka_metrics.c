@@ -83,6 +83,9 @@ static const metric_row_t rows[] = {
         "Raw SASL tokens after SaslHandshake v0."),
     ROW("sasl_opaque_connections_total", sasl_opaque_connections, "counter",
         "Connections passed through unframed (e.g. GSSAPI)."),
+    LROW("sasl_authentications_total", "result=\"accepted\"", sasl_principals, "counter",
+         "Client SASL exchanges kadmit followed, by the broker's answer."),
+    LROW("sasl_authentications_total", "result=\"refused\"", sasl_auth_failures, "counter", NULL),
     ROW("sasl_v0_refused_total", sasl_v0_refused, "counter",
         "SaslHandshake v0 refused: a mechanism kadmit cannot follow, with a policy on."),
     ROW("frames_intercepted_total", frames_intercepted, "counter",
@@ -144,6 +147,32 @@ void ka_metrics_record_decision(ka_metrics_t *m, const ka_metrics_decision_t *d,
     if (slot->at_unix_ms == 0 && clock_gettime(CLOCK_REALTIME, &ts) == 0)
         slot->at_unix_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     m->recent_total++;
+}
+
+const char *ka_rule_verdict_name(enum ka_rule_verdict v)
+{
+    static const char *names[] = {"admit", "reject", "audit", "defer"};
+    return (unsigned)v < KA_RULE_VERDICT_COUNT ? names[v] : "?";
+}
+
+void ka_metrics_count_rule(ka_metrics_t *m, const char *rule, enum ka_rule_verdict verdict)
+{
+    char name[KA_METRICS_RULE_NAME];
+    size_t i;
+
+    if ((unsigned)verdict >= KA_RULE_VERDICT_COUNT)
+        return;
+    snprintf(name, sizeof(name), "%s", rule ? rule : "");
+    for (i = 0; i < m->rule_slots; i++)
+        if (strcmp(m->rules[i].rule, name) == 0)
+            break;
+    if (i == m->rule_slots && m->rule_slots < KA_METRICS_RULES) {
+        memcpy(m->rules[i].rule, name, sizeof(name));
+        m->rule_slots++;
+    } else if (i == m->rule_slots) {
+        i = KA_METRICS_RULES; /* past the cap: "other" */
+    }
+    m->rules[i].count[verdict]++;
 }
 
 const ka_metrics_decision_t *ka_metrics_recent(const ka_metrics_t *m, size_t i)
@@ -259,6 +288,41 @@ static void render_loop(out_t *o, const ka_metrics_t *m)
          (double)m->loop_turn_max_us / 1e6, (double)m->metadata_offloop_us_sum / 1e6);
 }
 
+/* A label value as the exposition format wants it: backslash, quote and newline escaped. */
+static void emit_label_value(out_t *o, const char *v)
+{
+    for (; *v != '\0' && !o->overflow; v++) {
+        if (*v == '\\' || *v == '"')
+            emit(o, "\\%c", *v);
+        else if (*v == '\n')
+            emit(o, "\\n");
+        else
+            emit(o, "%c", *v);
+    }
+}
+
+/* kadmit_rule_decisions_total: left out until an item was judged. */
+static void render_rules(out_t *o, const ka_metrics_t *m)
+{
+    int header = 0;
+    for (size_t i = 0; i <= KA_METRICS_RULES && !o->overflow; i++) {
+        if (i >= m->rule_slots && i < KA_METRICS_RULES)
+            continue;
+        for (int v = 0; v < KA_RULE_VERDICT_COUNT; v++) {
+            if (m->rules[i].count[v] == 0)
+                continue;
+            if (!header++)
+                emit(o, "# HELP kadmit_rule_decisions_total Judged items by the rule that decided "
+                        "(\"\" when none) and verdict.\n"
+                        "# TYPE kadmit_rule_decisions_total counter\n");
+            emit(o, "kadmit_rule_decisions_total{rule=\"");
+            emit_label_value(o, i == KA_METRICS_RULES ? "other" : m->rules[i].rule);
+            emit(o, "\",verdict=\"%s\"} %llu\n", ka_rule_verdict_name(v),
+                 (unsigned long long)m->rules[i].count[v]);
+        }
+    }
+}
+
 /* The decision-latency histogram; an API with no decision yet is left out. */
 static void render_latency(out_t *o, const ka_metrics_t *m)
 {
@@ -305,6 +369,7 @@ long ka_metrics_render(const ka_metrics_t *m, ka_pool_t *pool, char *buf, size_t
     render_ledger_round_trips(&o, m);
     render_loop(&o, m);
     render_latency(&o, m);
+    render_rules(&o, m);
     /* Each labelled family is one block under its HELP and TYPE lines, as the
      * exposition format requires; a family with no sample is left out. */
     int header = 0;

@@ -34,7 +34,29 @@ typedef struct ka_metrics_decision {
     uint32_t items, admitted, rejected;
     int audit; /* decided in audit mode */
     char message[KA_METRICS_DECISION_MESSAGE];
+    char principal[128]; /* who asked, as judged (the policy's principal.unknown when unknown) */
+    char rule[128];      /* the rule of the first rejected (else first) item; "" when none */
 } ka_metrics_decision_t;
+
+/*
+ * kadmit_rule_decisions_total{rule,verdict}: one count per judged item. The
+ * label values are bounded: the first KA_METRICS_RULES distinct rule names
+ * get a row each (rule "" is the items no rule decided), every later one
+ * counts under rule "other".
+ */
+#define KA_METRICS_RULES     64
+#define KA_METRICS_RULE_NAME 160 /* longer rule names are cut */
+enum ka_rule_verdict {
+    KA_RULE_VERDICT_ADMIT = 0,
+    KA_RULE_VERDICT_REJECT,
+    KA_RULE_VERDICT_AUDIT,
+    KA_RULE_VERDICT_DEFER,
+    KA_RULE_VERDICT_COUNT
+};
+typedef struct ka_rule_counter {
+    char rule[KA_METRICS_RULE_NAME];
+    uint64_t count[KA_RULE_VERDICT_COUNT];
+} ka_rule_counter_t;
 
 typedef struct ka_metrics {
     uint64_t connections_accepted; /* client connections taken by the listener */
@@ -60,17 +82,19 @@ typedef struct ka_metrics {
     uint64_t unexpected_responses;    /* responses with nothing in flight */
     uint64_t sasl_raw_tokens;         /* raw SASL tokens after SaslHandshake v0 */
     uint64_t sasl_opaque_connections; /* connections passed through unframed */
-    uint64_t sasl_v0_refused;         /* SaslHandshake v0, unfollowed mechanism, policy on */
-    uint64_t frames_intercepted;      /* frames buffered whole for a handler */
-    uint64_t local_answers;           /* answers kadmit wrote itself */
-    uint64_t backpressure_pauses;     /* reads stopped for a slow peer */
-    uint64_t pool_waits;              /* reads stopped for lack of pool memory */
-    uint64_t inflight_pauses;         /* client reads stopped at --max-inflight */
-    uint64_t frames_truncated;        /* clients that closed in the middle of a frame */
-    uint64_t frames_stalled;          /* idle timeouts with a request frame half sent */
-    uint64_t held_oversize;           /* held requests above --max-held-request, refused */
-    uint64_t held_timeouts;           /* held requests not whole by --held-request-timeout-ms */
-    uint64_t unknown_api_keys;        /* requests with an API key not in the specs */
+    uint64_t sasl_principals;     /* SASL exchanges the broker accepted (principal known or not) */
+    uint64_t sasl_auth_failures;  /* SASL exchanges the broker refused: the principal is unknown */
+    uint64_t sasl_v0_refused;     /* SaslHandshake v0, unfollowed mechanism, policy on */
+    uint64_t frames_intercepted;  /* frames buffered whole for a handler */
+    uint64_t local_answers;       /* answers kadmit wrote itself */
+    uint64_t backpressure_pauses; /* reads stopped for a slow peer */
+    uint64_t pool_waits;          /* reads stopped for lack of pool memory */
+    uint64_t inflight_pauses;     /* client reads stopped at --max-inflight */
+    uint64_t frames_truncated;    /* clients that closed in the middle of a frame */
+    uint64_t frames_stalled;      /* idle timeouts with a request frame half sent */
+    uint64_t held_oversize;       /* held requests above --max-held-request, refused */
+    uint64_t held_timeouts;       /* held requests not whole by --held-request-timeout-ms */
+    uint64_t unknown_api_keys;    /* requests with an API key not in the specs */
     /* Admission (only with --policy). */
     uint64_t adm_decisions[KA_ADM_API_COUNT][KA_ADM_D_COUNT][KA_REASON_COUNT];
     uint64_t adm_decode_errors[KA_ADM_API_COUNT][KA_ADM_VERSION_SLOTS];
@@ -102,6 +126,9 @@ typedef struct ka_metrics {
     /* The latest decisions, a ring: ka_metrics_record_decision(), ka_metrics_recent(). */
     ka_metrics_decision_t recent[KA_METRICS_RECENT_DECISIONS];
     uint64_t recent_total; /* decisions recorded since start */
+    /* Per rule and verdict: ka_metrics_count_rule(). The last slot is "other". */
+    ka_rule_counter_t rules[KA_METRICS_RULES + 1];
+    size_t rule_slots; /* named slots in use */
 } ka_metrics_t;
 
 /* Upper bounds, in seconds, of the decision-latency histogram's buckets (+Inf aside). */
@@ -114,6 +141,11 @@ void ka_metrics_record_decision(ka_metrics_t *m, const ka_metrics_decision_t *d,
 
 /* The i-th newest decision (0: the newest), or NULL past the ones kept. */
 const ka_metrics_decision_t *ka_metrics_recent(const ka_metrics_t *m, size_t i);
+
+/* Counts one judged item under its rule (NULL or "": none) and verdict. */
+void ka_metrics_count_rule(ka_metrics_t *m, const char *rule, enum ka_rule_verdict verdict);
+/* "admit", "reject", "audit", "defer". */
+const char *ka_rule_verdict_name(enum ka_rule_verdict v);
 
 /* Counts one admission decision of api that took ns nanoseconds. */
 void ka_metrics_observe_decision(ka_metrics_t *m, enum ka_adm_api api, uint64_t ns);

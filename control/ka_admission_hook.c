@@ -17,10 +17,12 @@
 #include <string.h>
 
 #include "ka_admission.h"
+#include "ka_audit.h"
 #include "ka_ledger.h"
 #include "ka_ledger_claims.h"
 #include "ka_log.h"
 #include "ka_metadata_client.h"
+#include "ka_policy_rules.h"
 #include "ka_protocol.h"
 
 typedef struct waiter {
@@ -74,6 +76,11 @@ struct ka_admission {
     uint64_t seed;
     int view_logged;
     char reason[KA_ADM_MESSAGE_MAX]; /* the last CLOSE reason, read at once by the relay */
+    /* The decision being made now (decisions run one at a time on the loop):
+     * who sent it, for its audit events, and the rule its status row names. */
+    const ka_frame_origin_t *origin;
+    char decided_rule[sizeof(((ka_metrics_decision_t *)0)->rule)];
+    int decided_rule_rejects; /* decided_rule is a rejected item's */
 };
 
 static int64_t now_ms(ka_admission_t *a)
@@ -252,10 +259,41 @@ static void log_decision(const ka_adm_outcome_t *o, int32_t correlation_id, int 
            KA_KS("message", o->message[0] ? o->message : NULL));
 }
 
+/* One audit event per judged item (ka_adm_ctx_t.on_judged). */
+static void audit_item_cb(void *arg, const ka_adm_judged_t *it)
+{
+    ka_admission_t *a = arg;
+    const ka_frame_origin_t *origin = a->origin;
+    char resource[320];
+    size_t n = it->topic.len > 0 ? (size_t)it->topic.len : 0;
+    if (it->partition >= 0)
+        snprintf(resource, sizeof(resource), "%.*s-%d", (int)(n < 300 ? n : 300),
+                 (const char *)it->topic.ptr, (int)it->partition);
+    ka_audit_event_t e = {
+        .principal = origin ? origin->principal : NULL,
+        .client_addr = origin ? origin->peer : NULL,
+        .client_id = it->client_id.len >= 0 ? (const char *)it->client_id.ptr : NULL,
+        .client_id_len = it->client_id.len > 0 ? (size_t)it->client_id.len : 0,
+        .api = ka_adm_api_name(it->api),
+        .resource = it->partition >= 0 ? resource : (const char *)it->topic.ptr,
+        .resource_len = it->partition >= 0 ? strlen(resource) : n,
+        .rule = it->rule,
+        .verdict = it->verdict,
+        .reason = it->reason != KA_REASON_NONE ? ka_adm_reason_name(it->reason) : NULL,
+        .message = it->message};
+    ka_audit_emit(&e);
+    int rejects = strcmp(it->verdict, "reject") == 0;
+    if (it->rule != NULL && (a->decided_rule[0] == '\0' || (rejects && !a->decided_rule_rejects))) {
+        snprintf(a->decided_rule, sizeof(a->decided_rule), "%s", it->rule);
+        a->decided_rule_rejects = rejects;
+    }
+}
+
 /* For the status page's latest decisions (GET /v1/decisions). */
-static void record_decision(ka_metrics_t *m, const ka_adm_outcome_t *o, int32_t correlation_id,
+static void record_decision(ka_admission_t *a, const ka_adm_outcome_t *o, int32_t correlation_id,
                             int audit_mode)
 {
+    ka_metrics_t *m = ka_server_metrics(a->srv);
     ka_metrics_decision_t d = {.api = o->api,
                                .decision = o->decision,
                                .reason = o->reason,
@@ -264,13 +302,20 @@ static void record_decision(ka_metrics_t *m, const ka_adm_outcome_t *o, int32_t 
                                .admitted = (uint32_t)o->admitted,
                                .rejected = (uint32_t)o->rejected,
                                .audit = audit_mode};
+    const char *who = a->origin ? a->origin->principal : NULL;
+    snprintf(d.principal, sizeof(d.principal), "%s",
+             who ? who : ka_policy_unknown_principal(a->policy));
+    snprintf(d.rule, sizeof(d.rule), "%s", a->decided_rule);
     ka_metrics_record_decision(m, &d, o->message);
 }
 
 /* The context of one decision: the policy and view in force now (references taken). */
-static ka_adm_ctx_t decision_ctx(ka_admission_t *a, int resumed)
+static ka_adm_ctx_t decision_ctx(ka_admission_t *a, const ka_frame_header_t *hdr, int resumed)
 {
     int64_t now = now_ms(a);
+    a->origin = hdr->origin;
+    a->decided_rule[0] = '\0';
+    a->decided_rule_rejects = 0;
     ka_policy_t *policy = ka_policy_ref(a->policy);
     ka_cluster_t *view = ka_cluster_ref(a->view);
     return (ka_adm_ctx_t){.policy = policy,
@@ -286,7 +331,10 @@ static ka_adm_ctx_t decision_ctx(ka_admission_t *a, int resumed)
                            * view shows, or refused with a message. */
                           .may_wait_for_view = resumed < KA_VIEW_WAIT_ROUNDS,
                           .max_frame = ka_server_config(a->srv)->max_frame_bytes,
-                          .budget = ka_pool_arena_budget(ka_server_pool(a->srv))};
+                          .budget = ka_pool_arena_budget(ka_server_pool(a->srv)),
+                          .principal = hdr->origin ? hdr->origin->principal : NULL,
+                          .on_judged = audit_item_cb,
+                          .on_judged_arg = a};
 }
 
 static void ctx_release(ka_adm_ctx_t *ctx)
@@ -346,7 +394,7 @@ static int apply_outcome(ka_admission_t *a, const ka_frame_header_t *hdr, ka_adm
         m->adm_decisions[o->api][o->decision][o->reason]++;
         uint64_t took = uv_hrtime() - started_ns;
         ka_metrics_observe_decision(m, o->api, took);
-        record_decision(m, o, hdr->correlation_id, audit_mode);
+        record_decision(a, o, hdr->correlation_id, audit_mode);
         if (o->auto_create_denied)
             m->adm_auto_create_denials++;
         log_decision(o, hdr->correlation_id, audit_mode, took);
@@ -416,7 +464,7 @@ static void reject_unavailable(ka_admission_t *a, ka_adm_req_t *req, const ka_ad
 static int ledger_phase2(ka_admission_t *a, ledger_wait_t *w, const ka_frame_header_t *hdr,
                          ka_hook_verdict_t *v)
 {
-    ka_adm_ctx_t ctx = decision_ctx(a, 1);
+    ka_adm_ctx_t ctx = decision_ctx(a, hdr, 1);
     int audit_mode = ka_policy_enforcement(ctx.policy) == KA_ENFORCEMENT_AUDIT;
     ka_reservations_t *before = NULL;
     ka_adm_outcome_t o;
@@ -531,7 +579,7 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
     ledger_wait_t *w = resumed ? take_wait(a, frame, *len, NULL) : NULL;
     if (w != NULL)
         return ledger_phase2(a, w, hdr, v);
-    ka_adm_ctx_t ctx = decision_ctx(a, resumed);
+    ka_adm_ctx_t ctx = decision_ctx(a, hdr, resumed);
     int audit_mode = ka_policy_enforcement(ctx.policy) == KA_ENFORCEMENT_AUDIT;
     if (a->ledger_client == NULL) {
         rc = ka_adm_request(&ctx, frame, *len, &o);
@@ -638,6 +686,7 @@ int ka_admission_start(ka_server_t *srv, ka_policy_t *policy, char *err, size_t 
     }
     a->srv = srv;
     a->policy = policy;
+    ka_audit_setup(ka_server_metrics(srv), ka_policy_unknown_principal(policy));
     int rc =
         ka_mdc_start(ka_server_loop(srv), ka_server_metadata_addr(srv),
                      ka_server_metadata_name(srv), ka_policy_metadata_refresh_interval_ms(policy),
@@ -689,6 +738,7 @@ void ka_admission_set_policy(ka_admission_t *a, ka_policy_t *policy)
     ka_policy_t *old = a->policy;
     a->policy = policy;
     ka_policy_unref(old);
+    ka_audit_setup(ka_server_metrics(a->srv), ka_policy_unknown_principal(policy));
     ka_mdc_set_interval(a->mdc, ka_policy_metadata_refresh_interval_ms(policy));
 }
 
@@ -744,6 +794,7 @@ void ka_admission_stop(ka_admission_t *a)
     ka_cluster_unref(a->view);
     ka_reservations_free(a->ledger);
     ka_policy_unref(a->policy);
+    ka_audit_setup(NULL, NULL);
     ka_server_set_admission(a->srv, NULL);
     free(a);
 }

@@ -143,11 +143,11 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
         rc = ka_cfg_describe_request(frame, *len, &o);
     } else {
         ka_admission_t *a = ka_server_admission(c->srv);
-        /* The principal is not known on this path yet: principal.unknown judges. */
         ka_cfg_ctx_t ctx = {.store_problem = store_problem(c),
                             .max_frame = ka_server_config(c->srv)->max_frame_bytes,
                             .policy = a != NULL ? ka_admission_policy(a) : NULL,
-                            .view = a != NULL ? ka_admission_view(a) : NULL};
+                            .view = a != NULL ? ka_admission_view(a) : NULL,
+                            .principal = hdr->origin ? hdr->origin->principal : NULL};
 
         ids = known_brokers(c, &ctx.broker_count);
         ctx.broker_ids = ids;

@@ -66,6 +66,18 @@ enum ka_frame_error {
     KA_FRAME_EMALFORMED, /* a header field runs past the end of the frame */
 };
 
+/*
+ * Who sent a request held for an interception handler. The splitter never
+ * fills it: the relay points a held request's header at its session's
+ * origin, which stays valid while the handler runs (and while it defers).
+ */
+typedef struct ka_frame_origin {
+    const char *principal; /* "User:alice" once the broker accepted it; NULL: unknown */
+    const char *peer;      /* the client's address, "127.0.0.1:53422" */
+    const char *client_id; /* the request header's client id (a copy, maybe cut), or NULL */
+    size_t client_id_len;
+} ka_frame_origin_t;
+
 typedef struct ka_frame_header {
     int32_t size;    /* bytes after the size prefix */
     size_t peek_len; /* frame bytes the peek covered, size prefix included */
@@ -77,6 +89,7 @@ typedef struct ka_frame_header {
     ka_slice_t sasl_mechanism; /* SaslHandshake requests; valid until the next feed */
     int16_t error_code;        /* responses peeked with KA_FRAME_PEEK_ERROR_CODE */
     int has_error_code;
+    const ka_frame_origin_t *origin; /* held requests: who sent it (the relay's); else NULL */
 } ka_frame_header_t;
 
 typedef struct ka_frame_event {

@@ -28,6 +28,8 @@ enum ka_inflight_flag {
     KA_INFLIGHT_LOCAL = 1 << 2,             /* answered by kadmit; answer holds the bytes */
     KA_INFLIGHT_SASL_HANDSHAKE_V0 = 1 << 3, /* its response decides raw SASL framing */
     KA_INFLIGHT_HOOK_STATE = 1 << 4,        /* answer holds a handler's per-request state */
+    KA_INFLIGHT_SASL_AUTH = 1 << 5,  /* a SaslAuthenticate: its answer says if the client is in */
+    KA_INFLIGHT_SASL_FINAL = 1 << 6, /* the last token of a PLAIN or SCRAM exchange */
 };
 
 typedef struct ka_inflight_entry {

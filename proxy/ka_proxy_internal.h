@@ -13,6 +13,7 @@
  *   ka_listener.c     the server: accept, signals, drain
  *   ka_session.c      one connection's life: connect, read, half-close, close
  *   ka_session_tls.c  the session's transport when TLS is on
+ *   ka_session_auth.c who the client is: its SASL name or certificate subject
  *   ka_relay.c        frames: route, hold, handlers, in-flight matching
  *   ka_output.c       writes
  *   ka_leg.c          when a socket reads, and resumes after a pause
@@ -34,6 +35,8 @@
 #include "ka_inflight.h"
 #include "ka_log.h"
 #include "ka_proxy.h"
+#include "ka_sasl_principal.h"
+#include "ka_transport.h"
 
 /* At most this many connections are accepted per loop turn, so a burst of
  * connects cannot starve the sessions already running. */
@@ -116,6 +119,7 @@ struct ka_leg {
     ka_pbuf_t *hold_prefix;   /* header bytes waiting for `hold` to be allocated */
     uint32_t hold_prefix_off, hold_prefix_len;
     ka_frame_header_t hold_hdr; /* the request's header, slices cleared */
+    int hold_raw_token;         /* the held frame is a raw SASL token, read for its name */
     /* A whole frame whose handler said DEFER (a client's request, or on the
      * upstream leg a response); runs again once woken. */
     ka_pbuf_t *deferred;
@@ -142,6 +146,23 @@ struct ka_leg {
     size_t write_pending; /* bytes handed to uv_write on this leg, not yet written */
     uv_shutdown_t shutdown_req;
 };
+
+/*
+ * Who the client is, as far as kadmit can know (ka_session_auth.c): the
+ * SASL name the broker accepted, or the verified client certificate's
+ * subject. A name read from a token stays a candidate until the broker's
+ * answer says the authentication succeeded.
+ */
+typedef struct ka_session_auth {
+    int mech;      /* enum ka_sasl_mech of the last SaslHandshake */
+    int steps;     /* client tokens sent since that handshake */
+    int sasl_seen; /* a SaslHandshake was sent: the TLS subject is not the principal */
+    char candidate[KA_PRINCIPAL_MAX]; /* from the client's first token; "" when none */
+    char sasl[KA_PRINCIPAL_MAX];      /* accepted by the broker; "" when unknown */
+    char tls[KA_PRINCIPAL_MAX];       /* "User:" + the verified certificate's subject, or "" */
+    char client_id[256];              /* the held request's client id (cut at 255 bytes) */
+    ka_frame_origin_t origin;         /* what held requests' headers point at */
+} ka_session_auth_t;
 
 enum ka_session_state { KA_SESSION_CONNECTING = 0, KA_SESSION_RELAYING, KA_SESSION_CLOSING };
 
@@ -181,6 +202,7 @@ struct ka_session {
     int warned_unexpected;   /* logged one unexpected response already */
     int warned_unknown_api;  /* logged one unknown API key already */
     char peer[64];           /* client address, for log lines */
+    ka_session_auth_t auth;  /* the connection's principal */
 };
 
 struct ka_server {
@@ -265,6 +287,29 @@ uint8_t *ka_relay_carry_alloc(void *ctx, size_t n);
 void ka_relay_carry_release(void *ctx, uint8_t *p);
 /* Frees a handler's per-request state held by an in-flight entry, if any. */
 void ka_relay_free_state(ka_server_t *srv, const ka_inflight_entry_t *e);
+
+/* ka_session_auth.c (called by the relay and the TLS transport) */
+/* A SaslHandshake request (any version): a new exchange starts. */
+void ka_session_auth_handshake(ka_session_t *s, const ka_frame_header_t *h);
+/* True when this SaslAuthenticate request (raw: the raw token) carries the
+ * name, so the relay holds it whole for ka_session_auth_token. */
+int ka_session_auth_wants_token(const ka_session_t *s, const ka_frame_header_t *h, int raw);
+/* The held first token's frame (size prefix included): its name becomes the candidate. */
+void ka_session_auth_token(ka_session_t *s, const uint8_t *frame, size_t len, int raw);
+/* The in-flight flags of a SaslAuthenticate request or raw token (0 for
+ * other requests); counts the exchange's steps. */
+uint32_t ka_session_auth_flags(ka_session_t *s, int16_t api_key, int raw);
+/* The broker's SaslAuthenticate response (whole, size prefix included). */
+void ka_session_auth_response(ka_session_t *s, const ka_inflight_entry_t *e, const uint8_t *frame,
+                              size_t len);
+/* The broker answered a raw token: the last one answered means success. */
+void ka_session_auth_raw_answered(ka_session_t *s, const ka_inflight_entry_t *e);
+/* The client leg's TLS handshake completed. */
+void ka_session_auth_tls(ka_session_t *s, const ka_transport_t *t);
+/* The connection's principal, or NULL when unknown. */
+const char *ka_session_principal(const ka_session_t *s);
+/* The origin of a request about to be held (copies its client id). */
+const ka_frame_origin_t *ka_session_origin(ka_session_t *s, const ka_frame_header_t *h);
 
 /* ka_output.c */
 void ka_output_add(ka_leg_t *dst, ka_pbuf_t *pb, size_t a, size_t b);

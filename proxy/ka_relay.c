@@ -179,7 +179,7 @@ static uint32_t request_flags(ka_session_t *s, const ka_frame_header_t *h, int b
         flags |= KA_INFLIGHT_BUFFER_RESPONSE;
     if (h->api_key == KA_API_SASL_HANDSHAKE && h->api_version == 0)
         flags |= KA_INFLIGHT_SASL_HANDSHAKE_V0;
-    return flags;
+    return flags | ka_session_auth_flags(s, h->api_key, 0);
 }
 
 /*
@@ -264,6 +264,10 @@ static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, s
     if (src->is_client) {
         if (src->splitter.mode == KA_FRAME_RAW) {
             ka_inflight_entry_t e = {.api_key = -1, .flags = KA_INFLIGHT_RAW};
+            src->hold_raw_token = ka_session_auth_wants_token(s, h, 1);
+            if (src->hold_raw_token)
+                route = KA_ROUTE_HOLD; /* the first token names the user */
+            e.flags |= ka_session_auth_flags(s, -1, 1);
             s->sasl_tokens_left--;
             s->server->metrics.sasl_raw_tokens++;
             if (ka_inflight_push(&s->inflight, &e) < 0) {
@@ -282,7 +286,10 @@ static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, s
                 s->warned_unknown_api = 1;
             }
             const ka_intercept_entry_t *ie = ka_intercept_lookup(&s->server->intercept, h->api_key);
-            if ((ie && ie->buffer_request && ie->on_request) || sasl_refused(s, h)) {
+            if (h->api_key == KA_API_SASL_HANDSHAKE)
+                ka_session_auth_handshake(s, h);
+            if ((ie && ie->buffer_request && ie->on_request) || sasl_refused(s, h) ||
+                ka_session_auth_wants_token(s, h, 0)) {
                 route = KA_ROUTE_HOLD;
             } else {
                 uint32_t flags = request_flags(s, h, 0);
@@ -344,6 +351,8 @@ static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, s
     *run = b;
     src->hold_total = 4 + (size_t)(uint32_t)h->size;
     src->hold_hdr = *h;
+    if (src->is_client)
+        src->hold_hdr.origin = ka_session_origin(s, h);
     src->hold_hdr.client_id = (ka_slice_t){NULL, -1};
     src->hold_hdr.sasl_mechanism = (ka_slice_t){NULL, -1};
     if (ev->carried != NULL) {
@@ -408,12 +417,20 @@ static enum step release_frame(ka_leg_t *src, ka_pbuf_t *hold, size_t len, int r
     int rc;
 
     v.resumed = resumed;
+    int raw = src->hold_raw_token;
+    src->hold_raw_token = 0;
     if (src->is_client) {
         const ka_intercept_entry_t *ie =
             ka_intercept_lookup(&s->server->intercept, src->hold_hdr.api_key);
-        if (ie == NULL || ie->on_request == NULL)
-            return sasl_refusal(src, hold); /* the one frame held without a handler */
-        rc = ie->on_request(ie->user, &src->hold_hdr, hold->data, &len, &v);
+        if (raw || (ie == NULL && src->hold_hdr.api_key == KA_API_SASL_AUTHENTICATE)) {
+            /* Held only to read the client's name; it goes on unchanged. */
+            ka_session_auth_token(s, hold->data, len, raw);
+            rc = 0;
+        } else if (ie == NULL || ie->on_request == NULL) {
+            return sasl_refusal(src, hold); /* held without a handler, to be answered */
+        } else {
+            rc = ie->on_request(ie->user, &src->hold_hdr, hold->data, &len, &v);
+        }
         if (rc == 0 && v.kind == KA_HOOK_DEFER) {
             if (defer_frame(src, ie, src->hold_hdr.api_key, hold, len) == 0)
                 return STEP_DEFER;
@@ -430,6 +447,7 @@ static enum step release_frame(ka_leg_t *src, ka_pbuf_t *hold, size_t len, int r
          * later responses keep their order behind it. */
         ka_inflight_entry_t *head = ka_inflight_head(&s->inflight);
         const ka_intercept_entry_t *ie = ka_intercept_lookup(&s->server->intercept, head->api_key);
+        ka_session_auth_response(s, head, hold->data, len);
         rc = ie && ie->on_response ? ie->on_response(ie->user, head, hold->data, &len, &v) : 0;
         if (rc == 0 && v.kind == KA_HOOK_DEFER) {
             if (defer_frame(src, ie, head->api_key, hold, len) == 0)
@@ -486,7 +504,7 @@ static enum step release_frame(ka_leg_t *src, ka_pbuf_t *hold, size_t len, int r
         write_due_answers(s);
         return STEP_GO;
     }
-    if (src->is_client &&
+    if (src->is_client && !raw &&
         push_request(s, &src->hold_hdr, request_flags(s, &src->hold_hdr, v.buffer_response),
                      v.state) < 0) {
         ka_pbuf_unref(&s->server->pool, hold);
@@ -537,6 +555,7 @@ static void response_done(ka_session_t *s)
     ka_inflight_entry_t e;
     if (ka_inflight_pop(&s->inflight, &e) == 0) {
         ka_relay_free_state(s->server, &e);
+        ka_session_auth_raw_answered(s, &e);
         if (e.flags & KA_INFLIGHT_SASL_HANDSHAKE_V0)
             sasl_handshake_answered(s);
     }

@@ -174,6 +174,8 @@ static void handshake_done(ka_leg_t *leg)
     ka_log(KA_LOG_DEBUG,
            leg->is_client ? "TLS with client established" : "TLS with upstream established",
            KA_KI("session", s->id), KA_KS("tls", desc));
+    if (leg->is_client)
+        ka_session_auth_tls(s, leg->tls);
     if (!leg->is_client) {
         leg->peer->pause &= ~KA_PAUSE_TLS;
         ka_leg_schedule_resume(leg->peer);

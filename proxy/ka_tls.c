@@ -383,3 +383,32 @@ void ka_transport_describe(const ka_transport_t *t, char *out, size_t cap)
 {
     snprintf(out, cap, "%s %s", SSL_get_version(t->ssl), SSL_get_cipher_name(t->ssl));
 }
+
+long ka_transport_peer_subject(const ka_transport_t *t, char *out, size_t cap)
+{
+    long n = 0;
+    if (cap > 0)
+        out[0] = '\0';
+    if (!t->established || SSL_get_verify_result(t->ssl) != X509_V_OK)
+        return 0;
+    X509 *cert = SSL_get_peer_certificate(t->ssl);
+    if (cert == NULL)
+        return 0;
+    /* Kafka's DEFAULT principal mapping is the subject as RFC 2253 writes it. */
+    BIO *bio = BIO_new(BIO_s_mem());
+    if (bio != NULL &&
+        X509_NAME_print_ex(bio, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253) >= 0) {
+        char *p;
+        long len = BIO_get_mem_data(bio, &p);
+        if (len > 0 && (size_t)len < cap) {
+            memcpy(out, p, (size_t)len);
+            out[len] = '\0';
+            n = len;
+        } else if (len > 0) {
+            n = KA_EOVERFLOW;
+        }
+    }
+    BIO_free(bio);
+    X509_free(cert);
+    return n;
+}

@@ -81,6 +81,13 @@ int ka_transport_established(const ka_transport_t *t);
 int ka_transport_has_input(const ka_transport_t *t);
 /* Why the last call failed, as a sentence (certificate checks included). */
 const char *ka_transport_error(const ka_transport_t *t);
+/*
+ * The subject of the certificate the peer presented, in RFC 2253 form
+ * ("CN=alice,OU=eng,O=example"), once established and only when the chain
+ * was verified against the configured CA. Returns its length, 0 when there
+ * is no verified certificate, or KA_EOVERFLOW when cap is too small.
+ */
+long ka_transport_peer_subject(const ka_transport_t *t, char *out, size_t cap);
 /* "TLSv1.3 TLS_AES_256_GCM_SHA384" once established. */
 void ka_transport_describe(const ka_transport_t *t, char *out, size_t cap);
 

@@ -210,6 +210,8 @@ def test_mtls_requires_a_client_certificate(env, tmp_path):
     p = kcat("-L", "-b", bootstrap, *c.kcat_args(), "-X", f"ssl.certificate.location={client.cert}",
              "-X", f"ssl.key.location={client.key}")
     assert "1 brokers:" in clients.text(p)
+    # The verified certificate's subject, in RFC 2253 form, is the connection's principal.
+    km.wait_log("User:CN=client")
     before = km.metric("kadmit_tls_handshake_failures_total")
     p = kcat("-L", "-b", bootstrap, *c.kcat_args(), "-m", "3", check=False, timeout=30)
     assert p.returncode != 0

@@ -17,6 +17,10 @@ target_include_directories(test_admission_configs PRIVATE ${KA_ADMISSION_TEST_DI
 ka_unit_test(test_admission_backdoors SOURCES ${KA_ADMISSION_TEST_DIR}/test_admission_backdoors.c
   ${KA_ADMISSION_TEST_DIR}/adm_fixture.c LIBS ka_admission)
 target_include_directories(test_admission_backdoors PRIVATE ${KA_ADMISSION_TEST_DIR})
+# Every judged item of a final decision reported for audit events.
+ka_unit_test(test_admission_judged SOURCES ${KA_ADMISSION_TEST_DIR}/test_admission_judged.c
+  ${KA_ADMISSION_TEST_DIR}/adm_fixture.c LIBS ka_admission)
+target_include_directories(test_admission_judged PRIVATE ${KA_ADMISSION_TEST_DIR})
 
 # The admission fuzz target's replay binary replays the seed corpus in ordinary builds.
 if(NOT KADMIT_FUZZ)

@@ -5,3 +5,5 @@ foreach(name pool config metrics)
 endforeach()
 # Log lines: escaping and cutting.
 ka_unit_test(test_base_log SOURCES ${KA_BASE_TEST_DIR}/test_log.c LIBS ka_base jansson)
+# Audit events and the rule counter.
+ka_unit_test(test_base_audit SOURCES ${KA_BASE_TEST_DIR}/test_audit.c LIBS ka_base jansson)

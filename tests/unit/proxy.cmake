@@ -7,6 +7,8 @@ if(TARGET ka_proxy_core)
     LIBS ka_proxy_core)
   ka_unit_test(test_proxy_inflight
     SOURCES ${KA_PROXY_TEST_DIR}/test_inflight.c LIBS ka_proxy_core)
+  ka_unit_test(test_proxy_sasl_principal
+    SOURCES ${KA_PROXY_TEST_DIR}/test_sasl_principal.c LIBS ka_proxy_core)
 endif()
 if(TARGET ka_proxy)
   find_package(Threads REQUIRED)
@@ -19,6 +21,9 @@ if(TARGET ka_proxy)
   ka_unit_test(test_proxy_relay_held
     SOURCES ${KA_PROXY_TEST_DIR}/test_relay_held.c ${KA_PROXY_TEST_DIR}/socket_fixtures.c LIBS ka_proxy Threads::Threads)
   set_tests_properties(test_proxy_relay_held PROPERTIES TIMEOUT 20)
+  ka_unit_test(test_proxy_relay_principal
+    SOURCES ${KA_PROXY_TEST_DIR}/test_relay_principal.c ${KA_PROXY_TEST_DIR}/socket_fixtures.c LIBS ka_proxy Threads::Threads)
+  set_tests_properties(test_proxy_relay_principal PROPERTIES TIMEOUT 20)
 endif()
 find_program(KA_PYTHON3 python3)
 if(TARGET kadmit AND KA_PYTHON3)

@@ -6,6 +6,7 @@
 // Sends every topic in ONE createTopics call and prints, per topic in
 // request order, "RESULT name OK" or "RESULT name ERROR ExceptionClass: message".
 // Exit 0 whatever the per-topic results; 1 on a usage or connection error.
+// -Dadmission.client.config=FILE adds client properties (SASL, client.id).
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -29,6 +30,12 @@ public class AdmissionClient {
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, args[1]);
         props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "30000");
         props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "60000");
+        String extra = System.getProperty("admission.client.config");
+        if (extra != null) {
+            try (java.io.FileInputStream in = new java.io.FileInputStream(extra)) {
+                props.load(in);
+            }
+        }
         boolean validateOnly = Boolean.parseBoolean(args[2]);
         List<NewTopic> topics = new ArrayList<>();
         for (int i = 3; i < args.length; i++) {

@@ -1,6 +1,14 @@
 /* socket_fixtures.c: see socket_fixtures.h. */
 #include "socket_fixtures.h"
 
+#include <pthread.h>
+#include <stdio.h>
+#include <uv.h>
+
+#include "ka_config.h"
+#include "ka_log.h"
+#include "ka_proxy.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -68,4 +76,29 @@ int fx_dial_loopback(int port)
         return -1;
     }
     return fd;
+}
+
+void fx_proxy_config(struct ka_config *cfg, uint16_t broker_port)
+{
+    ka_config_defaults(cfg);
+    cfg->log_level = KA_LOG_ERROR;
+    snprintf(cfg->upstream.host, sizeof(cfg->upstream.host), "127.0.0.1");
+    cfg->upstream.port = broker_port;
+    snprintf(cfg->listen.host, sizeof(cfg->listen.host), "127.0.0.1");
+    cfg->listen.port = 0;
+    ka_log_setup(cfg->log_level, cfg->log_format);
+}
+
+void fx_run_proxy(struct uv_loop_s *loop, struct ka_server *srv, int broker_listen_fd,
+                  void *(*broker_main)(void *), void *(*client_main)(void *))
+{
+    pthread_t broker, client;
+    pthread_create(&broker, NULL, broker_main, NULL);
+    pthread_create(&client, NULL, client_main, NULL);
+    uv_run(loop, UV_RUN_DEFAULT);
+    ka_server_close(srv);
+    pthread_join(client, NULL);
+    shutdown(broker_listen_fd, SHUT_RDWR);
+    close(broker_listen_fd);
+    pthread_join(broker, NULL);
 }

@@ -19,4 +19,15 @@ int fx_listen_loopback(uint16_t *port);
 int fx_dial_loopback(int port);
 uint32_t fx_get32(const uint8_t *p);
 
+struct ka_config;
+/* The defaults, quiet logs, listening on 127.0.0.1 (kernel's port) in front of
+ * 127.0.0.1:broker_port. */
+void fx_proxy_config(struct ka_config *cfg, uint16_t broker_port);
+struct ka_server;
+struct uv_loop_s;
+/* Runs the proxy's loop beside a fake broker thread and a client thread until
+ * the client's SIGTERM has drained it; then closes the server and joins both. */
+void fx_run_proxy(struct uv_loop_s *loop, struct ka_server *srv, int broker_listen_fd,
+                  void *(*broker_main)(void *), void *(*client_main)(void *));
+
 #endif

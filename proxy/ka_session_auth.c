@@ -1,0 +1,196 @@
+/*
+ * ka_session_auth.c: the principal of one connection (see
+ * ka_proxy_internal.h's ka_session_auth_t and docs/tls-sasl.md).
+ *
+ * kadmit follows the SASL exchange it forwards. SaslHandshake names the
+ * mechanism; for PLAIN and SCRAM the client's first token (inside
+ * SaslAuthenticate, or raw after SaslHandshake v0) names the user, which
+ * the relay holds whole so it can be read here. The name counts only once
+ * the broker has answered the exchange's last token without an error; an
+ * error answer leaves the connection unknown. A re-authentication
+ * (KIP-368) runs the same steps and replaces the name when it succeeds.
+ *
+ * With TLS toward clients and a verified client certificate, the subject
+ * is the principal, unless the client authenticates with SASL (SASL_SSL),
+ * whose name wins as it does in the broker.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "ka_arena.h"
+#include "ka_header.h"
+#include "ka_protocol.h"
+#include "ka_proxy_internal.h"
+#include "ka_saslauthenticate_request.h"
+#include "ka_saslauthenticate_response.h"
+
+/* SaslAuthenticate bodies hold no arrays: the decoders need no real arena. */
+#define AUTH_ARENA_CAP 4096
+
+void ka_session_auth_handshake(ka_session_t *s, const ka_frame_header_t *h)
+{
+    ka_session_auth_t *a = &s->auth;
+    size_t len = h->sasl_mechanism.len > 0 ? (size_t)h->sasl_mechanism.len : 0;
+    a->mech = (int)ka_sasl_mech_of(h->sasl_mechanism.ptr, len);
+    a->steps = 0;
+    a->sasl_seen = 1;
+    a->candidate[0] = '\0';
+    /* A mechanism whose name kadmit cannot read: whoever authenticates now is unknown. */
+    if (a->mech == KA_SASL_MECH_OTHER)
+        a->sasl[0] = '\0';
+}
+
+int ka_session_auth_wants_token(const ka_session_t *s, const ka_frame_header_t *h, int raw)
+{
+    const ka_session_auth_t *a = &s->auth;
+    if (a->mech == KA_SASL_MECH_OTHER || a->steps != 0)
+        return 0;
+    return raw || h->api_key == KA_API_SASL_AUTHENTICATE;
+}
+
+/* The auth_bytes of a SaslAuthenticate request frame, or an empty slice. */
+static ka_slice_t request_token(const uint8_t *frame, size_t len, ka_arena_t *arena)
+{
+    struct ka_saslauthenticate_request m;
+    struct ka_request_header hdr;
+    int16_t header_version;
+    ka_reader_t r;
+
+    if (len < 4)
+        return (ka_slice_t){NULL, 0};
+    ka_reader_init(&r, frame + 4, len - 4);
+    if (ka_request_header_read(&r, &hdr, &header_version) < 0 ||
+        hdr.request_api_key != KA_API_SASL_AUTHENTICATE ||
+        ka_saslauthenticate_request_decode(&r, hdr.request_api_version, arena, &m) < 0 ||
+        m.auth_bytes.len <= 0)
+        return (ka_slice_t){NULL, 0};
+    return m.auth_bytes;
+}
+
+void ka_session_auth_token(ka_session_t *s, const uint8_t *frame, size_t len, int raw)
+{
+    ka_session_auth_t *a = &s->auth;
+    ka_arena_t arena;
+    ka_slice_t token = {NULL, 0};
+
+    ka_arena_init(&arena, AUTH_ARENA_CAP);
+    if (raw && len > 4)
+        token = (ka_slice_t){frame + 4, (int32_t)(len - 4)};
+    else if (!raw)
+        token = request_token(frame, len, &arena);
+    if (token.len <= 0 ||
+        ka_sasl_token_principal((enum ka_sasl_mech)a->mech, token.ptr, (size_t)token.len,
+                                a->candidate, sizeof(a->candidate)) < 0) {
+        a->candidate[0] = '\0';
+        ka_log(KA_LOG_DEBUG, "SASL token names no user kadmit can follow", KA_KI("session", s->id),
+               KA_KS("peer", s->peer));
+    }
+    ka_arena_destroy(&arena);
+}
+
+uint32_t ka_session_auth_flags(ka_session_t *s, int16_t api_key, int raw)
+{
+    ka_session_auth_t *a = &s->auth;
+    if (!raw && api_key != KA_API_SASL_AUTHENTICATE)
+        return 0;
+    uint32_t flags = raw ? 0 : KA_INFLIGHT_SASL_AUTH | KA_INFLIGHT_BUFFER_RESPONSE;
+    a->steps++;
+    if (a->steps == ka_sasl_mech_steps((enum ka_sasl_mech)a->mech))
+        flags |= KA_INFLIGHT_SASL_FINAL;
+    return flags;
+}
+
+/* The broker accepted the exchange: the candidate (if any) is who the client is. */
+static void accepted(ka_session_t *s)
+{
+    ka_session_auth_t *a = &s->auth;
+    snprintf(a->sasl, sizeof(a->sasl), "%s", a->candidate);
+    a->candidate[0] = '\0';
+    s->server->metrics.sasl_principals++;
+    ka_log(KA_LOG_INFO, "client authenticated", KA_KI("session", s->id), KA_KS("peer", s->peer),
+           KA_KS("principal", a->sasl[0] ? a->sasl : "(unknown)"));
+}
+
+static void refused(ka_session_t *s, int16_t error_code)
+{
+    ka_session_auth_t *a = &s->auth;
+    a->sasl[0] = a->candidate[0] = '\0';
+    s->server->metrics.sasl_auth_failures++;
+    ka_log(KA_LOG_INFO, "client authentication failed at the broker", KA_KI("session", s->id),
+           KA_KS("peer", s->peer), KA_KI("error_code", error_code));
+}
+
+void ka_session_auth_response(ka_session_t *s, const ka_inflight_entry_t *e, const uint8_t *frame,
+                              size_t len)
+{
+    struct ka_saslauthenticate_response m;
+    struct ka_response_header rh;
+    ka_arena_t arena;
+    ka_reader_t r;
+    int rc = KA_EUNDERFLOW;
+
+    if (!(e->flags & KA_INFLIGHT_SASL_AUTH))
+        return;
+    ka_arena_init(&arena, AUTH_ARENA_CAP);
+    if (len >= 4) {
+        ka_reader_init(&r, frame + 4, len - 4);
+        rc = ka_response_header_decode(
+            &r, ka_response_header_version(KA_API_SASL_AUTHENTICATE, e->api_version), &rh);
+        if (rc == 0)
+            rc = ka_saslauthenticate_response_decode(&r, e->api_version, &arena, &m);
+    }
+    ka_arena_destroy(&arena);
+    if (rc < 0)
+        refused(s, -1); /* an answer kadmit cannot read vouches for nobody */
+    else if (m.error_code != 0)
+        refused(s, m.error_code);
+    else if (e->flags & KA_INFLIGHT_SASL_FINAL)
+        accepted(s);
+}
+
+void ka_session_auth_raw_answered(ka_session_t *s, const ka_inflight_entry_t *e)
+{
+    /* After SaslHandshake v0 a broker that refuses the token closes the
+     * connection instead of answering, so an answer to the last one is success. */
+    if ((e->flags & KA_INFLIGHT_RAW) && (e->flags & KA_INFLIGHT_SASL_FINAL))
+        accepted(s);
+}
+
+void ka_session_auth_tls(ka_session_t *s, const ka_transport_t *t)
+{
+    ka_session_auth_t *a = &s->auth;
+    char subject[KA_PRINCIPAL_MAX - 5];
+    long n = ka_transport_peer_subject(t, subject, sizeof(subject));
+    a->tls[0] = '\0';
+    if (n > 0) {
+        snprintf(a->tls, sizeof(a->tls), "User:%s", subject);
+        ka_log(KA_LOG_INFO, "client certificate verified", KA_KI("session", s->id),
+               KA_KS("peer", s->peer), KA_KS("principal", a->tls));
+    } else if (n < 0) {
+        ka_log(KA_LOG_WARN, "client certificate subject too long to be a principal",
+               KA_KI("session", s->id), KA_KS("peer", s->peer));
+    }
+}
+
+const char *ka_session_principal(const ka_session_t *s)
+{
+    const ka_session_auth_t *a = &s->auth;
+    const char *p = a->sasl_seen ? a->sasl : a->tls;
+    return p[0] != '\0' ? p : NULL;
+}
+
+const ka_frame_origin_t *ka_session_origin(ka_session_t *s, const ka_frame_header_t *h)
+{
+    ka_session_auth_t *a = &s->auth;
+    size_t n = h->client_id.len > 0 ? (size_t)h->client_id.len : 0;
+    if (n > sizeof(a->client_id) - 1)
+        n = sizeof(a->client_id) - 1;
+    if (n > 0)
+        memcpy(a->client_id, h->client_id.ptr, n);
+    a->client_id[n] = '\0';
+    a->origin = (ka_frame_origin_t){.principal = ka_session_principal(s),
+                                    .peer = s->peer,
+                                    .client_id = h->client_id.len >= 0 ? a->client_id : NULL,
+                                    .client_id_len = n};
+    return &a->origin;
+}
