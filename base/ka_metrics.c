@@ -105,6 +105,10 @@ static const metric_row_t rows[] = {
         "Admission decisions that waited for a metadata refresh."),
     ROW("admission_reservations_released_total", adm_reservations_released, "counter",
         "Reservations released because the broker reported an error."),
+    LROW("protected_refused_total", "api=\"DeleteTopics\"", protected_refused_delete_topics,
+         "counter", "Deletes of protected topics refused, one per topic."),
+    LROW("protected_refused_total", "api=\"DeleteRecords\"", protected_refused_delete_records,
+         "counter", NULL),
     /* The cluster-wide ledger. */
     ROW("ledger_appends_total", ledger_appends, "counter",
         "Records appended to the ledger (intents and outcomes)."),
@@ -172,8 +176,10 @@ void ka_metrics_observe_decision(ka_metrics_t *m, enum ka_adm_api api, uint64_t 
 
 const char *ka_adm_api_name(enum ka_adm_api api)
 {
-    static const char *names[] = {"CreateTopics", "CreatePartitions", "AlterPartitionReassignments",
-                                  "Metadata", "StreamsGroupHeartbeat"};
+    static const char *names[] = {
+        "CreateTopics", "CreatePartitions",      "AlterPartitionReassignments",
+        "Metadata",     "StreamsGroupHeartbeat", "DeleteTopics",
+        "DeleteRecords"};
     return (unsigned)api < KA_ADM_API_COUNT ? names[api] : "?";
 }
 
@@ -196,6 +202,7 @@ const char *ka_adm_reason_name(enum ka_reason r)
         [KA_REASON_UNKNOWN_BROKER] = "unknown_broker",
         [KA_REASON_LEDGER_UNAVAILABLE] = "ledger_unavailable",
         [KA_REASON_CONCURRENT] = "concurrent",
+        [KA_REASON_PROTECTED_TOPIC] = "protected_topic",
     };
     return (unsigned)r < KA_REASON_COUNT ? names[r] : "?";
 }

@@ -41,6 +41,13 @@ bool ka_policy_topic_is_protected(const ka_policy_t *policy, ka_slice_t topic)
     return false;
 }
 
+const char *ka_policy_protected_pattern(const ka_policy_t *policy, ka_slice_t topic)
+{
+    (void)policy;
+    (void)topic;
+    return NULL;
+}
+
 const ka_principal_rule_t *ka_policy_principal(const ka_policy_t *policy, const char *principal)
 {
     (void)policy;

@@ -19,6 +19,7 @@ enum ka_reason {
     KA_REASON_UNKNOWN_BROKER,     /* the view does not know a broker the item names */
     KA_REASON_LEDGER_UNAVAILABLE, /* the cluster-wide ledger could not be reached */
     KA_REASON_CONCURRENT,         /* earlier admissions elsewhere took the headroom */
+    KA_REASON_PROTECTED_TOPIC,    /* a delete of a topic protected.topics (or kadmit) protects */
     KA_REASON_COUNT
 };
 

@@ -439,6 +439,10 @@ static void test_captured_frames_round_trip(void **state)
     if (seen <= 0)
         fail_msg("no captured frames found in %s", dir);
     print_message("round-tripped %d captured frames\n", seen);
+    /* The deletes (tests/tools/capture_delete_frames.sh), which the admission tests replay. */
+    snprintf(dir, sizeof(dir), "%s/frames/protect", root ? root : "tests/data");
+    if (round_trip_frames_in(dir) <= 0)
+        fail_msg("no captured delete frames found in %s", dir);
 }
 
 static void write_file(const char *dir, const char *name, const uint8_t *a, size_t alen,
