@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ka_error.h"
+#include "ka_own_topics.h"
 #include "ka_pool.h"
 
 #define MiB (1024ull * 1024ull)
@@ -461,10 +462,10 @@ void ka_config_defaults(ka_config_t *cfg)
     cfg->upstream_verify = 1;
     cfg->tls_client_auth = -1; /* decided by check_combinations */
     cfg->ledger = -1;          /* decided by check_combinations */
-    snprintf(cfg->ledger_topic, sizeof(cfg->ledger_topic), "__kadmit_ledger");
+    snprintf(cfg->ledger_topic, sizeof(cfg->ledger_topic), "%s", KA_OWN_TOPIC_LEDGER);
     cfg->ledger_timeout_ms = 5000;
     cfg->ledger_intent_ttl_ms = 120000;
-    snprintf(cfg->limits_topic, sizeof(cfg->limits_topic), "__kadmit_limits");
+    snprintf(cfg->limits_topic, sizeof(cfg->limits_topic), "%s", KA_OWN_TOPIC_LIMITS);
 }
 
 /* Settings that only make sense together. */

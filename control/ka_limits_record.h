@@ -25,10 +25,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ka_own_topics.h"
+
 /* The one key every record is written under, so compaction keeps the last. */
 #define KA_LIMITS_RECORD_KEY "overrides"
 /* The default topic; --limits-topic changes it. */
-#define KA_LIMITS_DEFAULT_TOPIC "__kadmit_limits"
+#define KA_LIMITS_DEFAULT_TOPIC KA_OWN_TOPIC_LIMITS
 /* A record's value is refused above this size before it is parsed. */
 #define KA_LIMITS_RECORD_MAX_BYTES (1024u * 1024u)
 /* Room for "written_by", NUL included; longer names are cut. */

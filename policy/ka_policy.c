@@ -8,6 +8,7 @@
  * caller can keep its previous policy on any error.
  */
 #include "ka_policy_snapshot.h"
+#include "ka_rules_model.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -27,7 +28,7 @@
     } while (0)
 
 /* Describes a JSON value for "got ..." in an error sentence. */
-static void describe(const json_t *v, char *buf, size_t len)
+void ka_policy_describe(const json_t *v, char *buf, size_t len)
 {
     switch (json_typeof(v)) {
     case JSON_INTEGER:
@@ -55,8 +56,8 @@ static void describe(const json_t *v, char *buf, size_t len)
     }
 }
 
-static int get_int(const json_t *v, const char *field, int64_t min, int64_t max, int64_t *out,
-                   char *err, size_t errlen)
+int ka_policy_get_int(const json_t *v, const char *field, int64_t min, int64_t max, int64_t *out,
+                      char *err, size_t errlen)
 {
     char got[64];
 
@@ -64,7 +65,7 @@ static int get_int(const json_t *v, const char *field, int64_t min, int64_t max,
         *out = json_integer_value(v);
         return 0;
     }
-    describe(v, got, sizeof(got));
+    ka_policy_describe(v, got, sizeof(got));
     ka_error_printf(err, errlen,
                     "%s: must be an integer between %" PRId64 " and %" PRId64 ", got %s", field,
                     min, max, got);
@@ -84,7 +85,7 @@ static int get_choice(const json_t *v, const char *field, const char *a, const c
         *out = 1;
         return 0;
     }
-    describe(v, got, sizeof(got));
+    ka_policy_describe(v, got, sizeof(got));
     ka_error_printf(err, errlen, "%s: must be \"%s\" or \"%s\", got %s", field, a, b, got);
     return KA_EINVALID;
 }
@@ -104,6 +105,7 @@ void ka_policy_set_defaults(ka_policy_t *p, uint64_t version)
     p->reservation_expiry_ms = 300000;
     p->override_count = 0;
     p->overrides = NULL;
+    p->rules = NULL;
 }
 
 /* Broker ids are written as canonical decimals: "7", never "07" or "+7". */
@@ -140,7 +142,7 @@ static int parse_brokers(ka_policy_t *p, const json_t *brokers, char *err, size_
     char got[64], field[128];
 
     if (!json_is_object(brokers)) {
-        describe(brokers, got, sizeof(got));
+        ka_policy_describe(brokers, got, sizeof(got));
         ka_error_printf(err, errlen,
                         "brokers: must be an object mapping broker ids to "
                         "{\"max.broker.partitions\": N}, got %s",
@@ -165,7 +167,7 @@ static int parse_brokers(ka_policy_t *p, const json_t *brokers, char *err, size_
             return KA_EINVALID;
         }
         if (!json_is_object(entry)) {
-            describe(entry, got, sizeof(got));
+            ka_policy_describe(entry, got, sizeof(got));
             ka_error_printf(
                 err, errlen,
                 "brokers.%s: must be an object such as {\"max.broker.partitions\": 1000}, got %s",
@@ -182,7 +184,7 @@ static int parse_brokers(ka_policy_t *p, const json_t *brokers, char *err, size_
                                 field);
                 return KA_EINVALID;
             }
-            if (get_int(inner, field, 0, INT32_MAX, &limit, err, errlen) < 0)
+            if (ka_policy_get_int(inner, field, 0, INT32_MAX, &limit, err, errlen) < 0)
                 return KA_EINVALID;
         }
         if (limit < 0) {
@@ -202,18 +204,18 @@ static int parse_key(ka_policy_t *p, const char *key, const json_t *v, char *err
     int choice;
 
     if (strcmp(key, "max.broker.partitions") == 0) {
-        CHECK(get_int(v, key, 0, INT32_MAX, &n, err, errlen));
+        CHECK(ka_policy_get_int(v, key, 0, INT32_MAX, &n, err, errlen));
         p->default_limit = (int32_t)n;
     } else if (strcmp(key, "brokers") == 0) {
         return parse_brokers(p, v, err, errlen);
     } else if (strcmp(key, "max.partitions") == 0) {
-        CHECK(get_int(v, key, 0, INT32_MAX, &n, err, errlen));
+        CHECK(ka_policy_get_int(v, key, 0, INT32_MAX, &n, err, errlen));
         p->max_partitions = (int32_t)n;
     } else if (strcmp(key, "enforcement") == 0) {
         CHECK(get_choice(v, key, "enforce", "audit", &choice, err, errlen));
         p->enforcement = choice ? KA_ENFORCEMENT_AUDIT : KA_ENFORCEMENT_ENFORCE;
     } else if (strcmp(key, "reject.error.code") == 0) {
-        CHECK(get_int(v, key, 1, INT16_MAX, &n, err, errlen));
+        CHECK(ka_policy_get_int(v, key, 1, INT16_MAX, &n, err, errlen));
         if (n == 41 || n == 89) {
             ka_error_printf(err, errlen,
                             "reject.error.code: %" PRId64
@@ -227,19 +229,23 @@ static int parse_key(ka_policy_t *p, const char *key, const json_t *v, char *err
         CHECK(get_choice(v, key, "place", "bound", &choice, err, errlen));
         p->auto_assignment = choice ? KA_AUTO_ASSIGNMENT_BOUND : KA_AUTO_ASSIGNMENT_PLACE;
     } else if (strcmp(key, "metadata.refresh.interval.ms") == 0) {
-        CHECK(get_int(v, key, 100, MS_MAX, &p->refresh_interval_ms, err, errlen));
+        CHECK(ka_policy_get_int(v, key, 100, MS_MAX, &p->refresh_interval_ms, err, errlen));
     } else if (strcmp(key, "metadata.max.staleness.ms") == 0) {
-        CHECK(get_int(v, key, 1000, MS_MAX, &p->max_staleness_ms, err, errlen));
+        CHECK(ka_policy_get_int(v, key, 1000, MS_MAX, &p->max_staleness_ms, err, errlen));
     } else if (strcmp(key, "metadata.refresh.before.decision.ms") == 0) {
-        CHECK(get_int(v, key, 0, MS_MAX, &p->refresh_before_decision_ms, err, errlen));
+        CHECK(ka_policy_get_int(v, key, 0, MS_MAX, &p->refresh_before_decision_ms, err, errlen));
     } else if (strcmp(key, "reservation.expiry.ms") == 0) {
-        CHECK(get_int(v, key, 1000, MS_MAX, &p->reservation_expiry_ms, err, errlen));
+        CHECK(ka_policy_get_int(v, key, 1000, MS_MAX, &p->reservation_expiry_ms, err, errlen));
+    } else if (ka_rules_is_key(key)) {
+        return ka_rules_parse_key(&p->rules, key, v, err, errlen);
     } else {
         ka_error_printf(err, errlen,
                         "%.60s: unknown key; the known keys are max.broker.partitions, brokers, "
                         "max.partitions, enforcement, reject.error.code, auto.assignment, "
                         "metadata.refresh.interval.ms, metadata.max.staleness.ms, "
-                        "metadata.refresh.before.decision.ms and reservation.expiry.ms",
+                        "metadata.refresh.before.decision.ms, reservation.expiry.ms, "
+                        "topic.name.pattern, protected.topics, topic.rules, principals and "
+                        "principal.unknown",
                         key);
         return KA_EINVALID;
     }
@@ -294,7 +300,7 @@ int ka_policy_parse(const char *json, size_t len, uint64_t version, ka_policy_t 
         return KA_EINVALID;
     }
     if (!json_is_object(root)) {
-        describe(root, got, sizeof(got));
+        ka_policy_describe(root, got, sizeof(got));
         ka_error_printf(err, errlen, "policy: must be a JSON object, got %s", got);
         goto out;
     }
@@ -313,10 +319,12 @@ int ka_policy_parse(const char *json, size_t len, uint64_t version, ka_policy_t 
     rc = check_relations(p, err, errlen);
     if (rc < 0)
         goto out;
+    ka_rules_finish(p->rules, p->enforcement);
     *out = p;
     p = NULL;
 out:
     if (p != NULL) {
+        ka_rules_unref(p->rules);
         free(p->overrides);
         free(p);
     }

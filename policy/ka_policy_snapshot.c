@@ -4,6 +4,7 @@
  * it, and share it by reference count.
  */
 #include "ka_policy_snapshot.h"
+#include "ka_rules_model.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -45,6 +46,7 @@ char *ka_policy_serialize(const ka_policy_t *p)
     bad |= add_int(root, "metadata.max.staleness.ms", p->max_staleness_ms);
     bad |= add_int(root, "metadata.refresh.before.decision.ms", p->refresh_before_decision_ms);
     bad |= add_int(root, "reservation.expiry.ms", p->reservation_expiry_ms);
+    bad |= ka_rules_to_json(p->rules, root) < 0;
     if (!bad)
         text = json_dumps(root, JSON_INDENT(2));
     /* Copied so that callers free() it whatever allocator jansson uses. */
@@ -68,6 +70,7 @@ void ka_policy_unref(ka_policy_t *p)
 {
     if (p == NULL || atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1)
         return;
+    ka_rules_unref(p->rules);
     free(p->overrides);
     free(p);
 }
@@ -89,6 +92,8 @@ static int copy_policy(const ka_policy_t *base, uint64_t version, ka_policy_t **
     }
     if (base->override_count > 0)
         memcpy(p->overrides, base->overrides, base->override_count * sizeof(*p->overrides));
+    /* Derivations change limits only; the compiled rules are shared. */
+    p->rules = ka_rules_ref(base->rules);
     *out = p;
     return 0;
 }
@@ -183,7 +188,8 @@ int ka_policy_equal(const ka_policy_t *a, const ka_policy_t *b)
            a->reservation_expiry_ms == b->reservation_expiry_ms &&
            a->override_count == b->override_count &&
            (a->override_count == 0 ||
-            memcmp(a->overrides, b->overrides, a->override_count * sizeof(*a->overrides)) == 0);
+            memcmp(a->overrides, b->overrides, a->override_count * sizeof(*a->overrides)) == 0) &&
+           ka_rules_equal(a->rules, b->rules);
 }
 
 uint64_t ka_policy_version(const ka_policy_t *p)

@@ -31,6 +31,9 @@ struct ka_policy {
     /* Sorted by broker_id so that lookups are a binary search and the
      * serialized form is canonical. */
     struct ka_broker_limit *overrides;
+    /* Topic rules, principals and protected topics (ka_rules_model.h); NULL
+     * when the policy sets none. Shared with derived snapshots. */
+    struct ka_rules *rules;
 };
 
 /* Every key at its default, one reference. */

@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
     build-essential cmake ninja-build pkg-config clang clang-format libclang-rt-14-dev
-    libuv1-dev libjansson-dev libcmocka-dev libssl-dev node-llhttp librdkafka-dev
+    libuv1-dev libjansson-dev libcmocka-dev libssl-dev node-llhttp librdkafka-dev libpcre2-dev
     kcat haproxy gnuplot-nox yamllint shellcheck iproute2
     prometheus chromium # promtool and a real server (lint-deploy, test_prometheus); test_status_page
 )

@@ -39,6 +39,16 @@ BROKEN = [
     {"metadata.refresh.interval.ms": 50},
     {"reservation.expiry.ms": 86400001},
     {"max.partitions": "100"},
+    {"topic.rules": [{"match": "a", "replication.factor.mni": 2}]},
+    {"topic.rules": [{"partitions.max": 2}]},
+    {"topic.rules": [{"match": "a", "configs": {"compression.type": {"allowed": ["lz4"]}}}]},
+    {"topic.rules": [{"match": "a", "configs": {"cleanup.policy": {"min": 1}}}]},
+    {"topic.rules": [{"match": "a", "enforcement": "warn"}]},
+    {"principals": {"cruise-control": {}}},
+    {"principals": {"User:cc": {"exempt": ["everything"]}}},
+    {"principals": {"User:cc": {"budget.partitions": 4}}},
+    {"principal.unknown": "ANONYMOUS"},
+    {"protected.topics": "keep"},
 ]
 
 
