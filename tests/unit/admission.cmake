@@ -18,6 +18,11 @@ ka_unit_test(test_admission_backdoors SOURCES ${KA_ADMISSION_TEST_DIR}/test_admi
   ${KA_ADMISSION_TEST_DIR}/adm_fixture.c LIBS ka_admission)
 target_include_directories(test_admission_backdoors PRIVATE ${KA_ADMISSION_TEST_DIR})
 
+# Protected topics: DeleteTopics and DeleteRecords from frames real clients sent.
+ka_unit_test(test_admission_delete SOURCES ${KA_ADMISSION_TEST_DIR}/test_admission_delete.c
+  ${KA_ADMISSION_TEST_DIR}/adm_fixture.c LIBS ka_admission)
+target_include_directories(test_admission_delete PRIVATE ${KA_ADMISSION_TEST_DIR})
+
 # The admission fuzz target's replay binary replays the seed corpus in ordinary builds.
 if(NOT KADMIT_FUZZ)
   include(${CMAKE_CURRENT_LIST_DIR}/../fuzz/admission.cmake)
