@@ -27,6 +27,7 @@
 
 #include "ka_audit.h"
 #include "ka_metrics.h"
+#include "ka_own_topics.h"
 #include "ka_policy_rules.h"
 
 /* Kafka's internal topics: a delete of one breaks consumer groups,
@@ -34,9 +35,8 @@
 static const char *const kafka_internal[] = {"__consumer_offsets", "__transaction_state",
                                              "__share_group_state", "__cluster_metadata"};
 
-/* kadmit's own topics (__kadmit_ledger, __kadmit_limits, and any later
- * one) share this prefix. */
-#define KA_ADM_OWN_TOPIC_PREFIX "__kadmit"
+/* kadmit's own topics, by their default names (ka_own_topics.h). */
+static const char *const kadmit_own[] = {KA_OWN_TOPIC_LEDGER, KA_OWN_TOPIC_LIMITS};
 
 static bool slice_is(ka_slice_t s, const char *text)
 {
@@ -46,13 +46,12 @@ static bool slice_is(ka_slice_t s, const char *text)
 /* Whose topic this is when no policy and no exemption may unprotect it, or NULL. */
 static const char *always_protected(ka_slice_t name)
 {
-    size_t own = strlen(KA_ADM_OWN_TOPIC_PREFIX);
-
     for (size_t i = 0; i < sizeof(kafka_internal) / sizeof(kafka_internal[0]); i++)
         if (slice_is(name, kafka_internal[i]))
             return "Kafka's internal topics";
-    if (name.len >= (int32_t)own && memcmp(name.ptr, KA_ADM_OWN_TOPIC_PREFIX, own) == 0)
-        return "kadmit's own topics";
+    for (size_t i = 0; i < sizeof(kadmit_own) / sizeof(kadmit_own[0]); i++)
+        if (slice_is(name, kadmit_own[i]))
+            return "kadmit's own topics";
     return NULL;
 }
 
