@@ -1,10 +1,13 @@
-"""Guardrails: protected topics, against a real 3-broker KRaft cluster with a kadmit sidecar per
+"""Guardrails: protected topics and what-if, against a real 3-broker KRaft cluster with a kadmit sidecar per
 broker (the pattern of test_cluster_wide.py: one module-scoped cluster, every sidecar with the
 same --policy file and the ledger on), and a policy with "protected.topics": ["keep\\..*"].
 
 Deletes go through the sidecars with Kafka's own tools (kafka-topics, kafka-delete-records),
 the Java AdminClient (tests/integration/java/DeleteClient.java, by name and by topic id) and
 confluent-kafka. Whether a topic still exists is asked of the brokers directly, never of kadmit.
+
+POST /v1/what-if and `kadmit what-if` are asked of a sidecar and must change nothing: the same
+create is then admitted in full, and the sidecars' counts and reservations are as before.
 
 Its own cluster on ports $KADMIT_TEST_PORT_BASE + 620.
 """
@@ -32,6 +35,7 @@ from kafka_cluster import (HOST, KafkaCluster, Sidecars, kadmit_bin, own_cluster
 
 OFFSET = 620
 POLICY = {"max.broker.partitions": 100000, "protected.topics": ["keep\\..*"],
+          "topic.rules": [{"match": "team-a\\..*", "budget.partitions": 200}],
           "metadata.refresh.interval.ms": 1000, "metadata.refresh.before.decision.ms": 500}
 MESSAGE = ("topic '{}' is protected by protected.topics pattern 'keep\\..*'; remove it from "
            "protected.topics to delete it")
@@ -196,3 +200,74 @@ def test_confluent_kafka_delete_topics_is_refused_for_the_protected_topic(env: E
     assert "POLICY_VIOLATION" in str(e.value) or "protected" in str(e.value), e.value
     env.wait_gone(free)
     assert env.exists(keep)
+
+
+# --- what-if -------------------------------------------------------------------------------------
+
+def reserved_total(env: Env) -> int:
+    total = 0
+    for s in env.sc.items:
+        status, doc = get_json(s.node.admin_port, "/v1/brokers")
+        assert status == 200, doc
+        total += sum(b["reserved"] for b in doc["brokers"])
+    return total
+
+
+def test_what_if_answers_verdict_placement_and_projection_and_changes_nothing(env: Env):
+    name = uniq("team-a")
+    body = {"createTopics": {"topics": [{"name": name, "numPartitions": 3,
+                                         "replicationFactor": 2}]},
+            "principal": "User:alice"}
+    port = env.c.node(1).admin_port
+    before = reserved_total(env)
+    status, _, raw = http(port, "POST", "/v1/what-if", json.dumps(body).encode())
+    assert status == 200, raw
+    doc = json.loads(raw)
+    (item,) = doc["items"]
+    assert doc["admitted"] is True and doc["principal"] == "User:alice"
+    assert item["name"] == name and item["verdict"] in ("place", "admit"), item
+    assert len(item["placement"]) == 3 and all(len(r) == 2 for r in item["placement"]), item
+    grew = sum(b["projected"] - b["current"] for b in item["brokers"])
+    assert grew == 6, item["brokers"]
+    assert all(b["limit"] == 100000 for b in item["brokers"])
+    # Nothing changed: no topic, no reservation; the same create then goes through in full.
+    assert not env.exists(name)
+    assert reserved_total(env) == before
+    clients.create_topic(env.c.bootstrap, name, 3, 2)
+    env.c.wait_topic_healthy(name)
+    md = kafka_wire.metadata(HOST, env.c.node(1).direct_port, timeout=10, topics=[name])
+    assert len(md["topics"][0]["partitions"]) == 3
+
+
+def test_kadmit_what_if_prints_the_table_and_exits_by_verdict(env: Env):
+    name = uniq("team-a")
+    admin = f"{HOST}:{env.c.node(2).admin_port}"
+    p = clients.run([str(kadmit_bin()), "what-if", "--admin", admin, "--create", f"{name}:4:3"],
+                    check=False)
+    out = clients.text(p)
+    assert p.returncode == 0, out
+    assert f"{name}: " in out and "PROJECTED" in out and "admitted" in out, out
+    assert not env.exists(name)
+    # A body on stdin: CreatePartitions of a topic that exists.
+    keep = uniq("keep")
+    env.create(keep)
+    body = json.dumps({"createPartitions": {"topics": [{"name": keep, "count": 5}]}})
+    p = clients.run([str(kadmit_bin()), "what-if", "--admin", admin], input_=body.encode(),
+                    check=False)
+    assert p.returncode == 0, clients.text(p)
+    # An error is exit status 2, with the field named.
+    p = clients.run([str(kadmit_bin()), "what-if", "--admin", admin], input_=b'{"createTopics": 1}',
+                    check=False)
+    err = (p.stderr or b"").decode(errors="replace")
+    assert p.returncode == 2 and "createTopics: must be an object" in err, err
+
+
+def test_brokers_shows_each_tenant_budget(env: Env):
+    name = uniq("team-a")
+    clients.create_topic(env.c.bootstrap, name, 2, 2)
+    status, doc = get_json(env.c.node(3).admin_port, "/v1/brokers")
+    assert status == 200, doc
+    (rule,) = doc["budgets"]["rules"]
+    assert rule["rule"] == "team-a\\..*" and rule["budget"] == 200, doc["budgets"]
+    assert rule["used"] >= 0
+    assert doc["budgets"]["principals"] == []
