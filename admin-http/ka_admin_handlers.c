@@ -592,9 +592,10 @@ void ka_admin_handle_brokers_get(ka_admin_context_t *ctx, const ka_admin_request
             cluster, "view_age_ms",
             json_integer((json_int_t)(ops->clock_ms(ops->ctx) - ka_cluster_taken_at_ms(view))));
     ka_admin_response_json(res, 200,
-                           json_pack("{s:I,s:o,s:o}", "policy_version",
+                           json_pack("{s:I,s:o,s:o,s:o}", "policy_version",
                                      (json_int_t)ka_policy_version(policy), "cluster", cluster,
-                                     "brokers", brokers));
+                                     "brokers", brokers, "budgets",
+                                     ka_admin_budgets_json(ops, policy, view)));
     ka_policy_unref(policy);
     ka_cluster_unref(view);
 }

@@ -69,6 +69,8 @@ static const struct route ROUTES[] = {
     {"/readyz", false, "GET", {{HTTP_GET, false, handle_readyz}}},
     {"/v1/pool", false, "GET", {{HTTP_GET, false, handle_pool}}},
     {"/v1/decisions", false, "GET", {{HTTP_GET, false, ka_admin_handle_decisions_get}}},
+    /* Read-only, though a POST: it judges the body and changes nothing. */
+    {"/v1/what-if", false, "POST", {{HTTP_POST, false, ka_admin_handle_whatif_post}}},
     /* The status page and its assets (ka_admin_status.c). */
     {"/", false, "GET", {{HTTP_GET, false, ka_admin_handle_asset_get}}},
     {"/status.js", false, "GET", {{HTTP_GET, false, ka_admin_handle_asset_get}}},

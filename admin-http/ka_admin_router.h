@@ -116,5 +116,12 @@ void ka_admin_handle_decisions_get(ka_admin_context_t *ctx, const ka_admin_reque
                                    const char *arg, ka_admin_response_t *res);
 void ka_admin_handle_metrics_get(ka_admin_context_t *ctx, const ka_admin_request_t *req,
                                  const char *arg, ka_admin_response_t *res);
+/* POST /v1/what-if (ka_admin_whatif_http.c): judges a body, changes nothing. */
+void ka_admin_handle_whatif_post(ka_admin_context_t *ctx, const ka_admin_request_t *req,
+                                 const char *arg, ka_admin_response_t *res);
+/* {"rules": [{rule, used, budget}], "principals": [{principal, used, budget}]}: each tenant
+ * budget's use now, for GET /v1/brokers (ka_admin_whatif_http.c). */
+json_t *ka_admin_budgets_json(const ka_admin_ops_t *ops, const ka_policy_t *policy,
+                              const ka_cluster_t *view);
 
 #endif

@@ -18,6 +18,8 @@ enum ka_adm_api {
     KA_ADM_REASSIGN,
     KA_ADM_METADATA,
     KA_ADM_STREAMS_HEARTBEAT, /* a streams group's internal topics (KIP-1071) */
+    KA_ADM_DELETE_TOPICS,     /* protected topics (ka_admission_delete.c) */
+    KA_ADM_DELETE_RECORDS,
     KA_ADM_API_COUNT
 };
 

@@ -283,9 +283,11 @@ int ka_adm_judge(ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
     for (size_t i = 0; ctx->may_wait_for_view && i < req->count; i++) {
         if (unknown_item(&req->verdicts[i])) {
             unjudge(req, ctx);
-            break;
+            return 0;
         }
     }
+    if (req->desc->judged != NULL)
+        req->desc->judged(req, ctx);
     return 0;
 }
 
@@ -361,6 +363,8 @@ static void tally(ka_adm_outcome_t *out, const ka_verdict_t *v, size_t n)
         out->deferred_to_broker += v[i].kind == KA_VERDICT_DEFER_TO_BROKER;
         out->admitted += v[i].kind != KA_VERDICT_REJECT;
         out->audited += v[i].audit;
+        out->protected_refused +=
+            v[i].kind == KA_VERDICT_REJECT && v[i].reason == KA_REASON_PROTECTED_TOPIC;
         if (flagged && out->message[0] == '\0' && v[i].message)
             snprintf(out->message, sizeof(out->message), "%s", v[i].message);
         if (v[i].kind == KA_VERDICT_REJECT && !rejected_seen) {
@@ -405,6 +409,8 @@ static int pending_build(const ka_adm_req_t *req, ka_adm_pending_t **out)
             return KA_ENOMEM;
         it->topic_len = req->names[i].len > 0 ? req->names[i].len : 0;
         it->partition = req->partitions[i];
+        if (req->topic_ids != NULL)
+            memcpy(it->topic_id, req->topic_ids[i], sizeof(it->topic_id));
         it->reservation_id = v->reservation_id;
         if (v->kind == KA_VERDICT_REJECT) {
             it->local = true;

@@ -93,6 +93,7 @@ typedef struct ka_adm_item {
     char *message;
     uint64_t reservation_id;
     int16_t broker_error; /* set by ka_adm_response for forwarded items */
+    uint8_t topic_id[16]; /* DeleteTopics v6+: the id the item was named by, or all zero */
 } ka_adm_item_t;
 
 typedef struct ka_adm_pending {
@@ -122,8 +123,9 @@ typedef struct ka_adm_outcome {
     enum ka_adm_decision decision;
     enum ka_reason reason; /* of the first rejected (else audited) item */
     size_t items, admitted, rejected, audited, placed, deferred_to_broker;
-    bool decided;            /* the engine was asked (counts a decision) */
-    bool auto_create_denied; /* Metadata forwarded with the flag cleared */
+    size_t protected_refused; /* rejected because the topic is protected (deletes) */
+    bool decided;             /* the engine was asked (counts a decision) */
+    bool auto_create_denied;  /* Metadata forwarded with the flag cleared */
     bool decode_error;
     bool version_refused;
     size_t trailing_bytes; /* Metadata: bytes after the message, ignored like the broker does */

@@ -14,8 +14,7 @@
 
 #include <string.h>
 
-/* Arena scratch for n elements (n == 0 still gives a pointer); NULL on failure. */
-static void *scratch(ka_adm_req_t *req, size_t n, size_t size)
+void *ka_adm_scratch(ka_adm_req_t *req, size_t n, size_t size)
 {
     void *p = NULL;
 
@@ -24,12 +23,11 @@ static void *scratch(ka_adm_req_t *req, size_t n, size_t size)
     return p;
 }
 
-/* Sets the item count and allocates the per-item arrays. */
-static int items_begin(ka_adm_req_t *req, size_t count, size_t input_size)
+int ka_adm_items_begin(ka_adm_req_t *req, size_t count, size_t input_size)
 {
-    req->inputs = scratch(req, count, input_size);
-    req->names = scratch(req, count, sizeof(*req->names));
-    req->partitions = scratch(req, count, sizeof(*req->partitions));
+    req->inputs = ka_adm_scratch(req, count, input_size);
+    req->names = ka_adm_scratch(req, count, sizeof(*req->names));
+    req->partitions = ka_adm_scratch(req, count, sizeof(*req->partitions));
     if (req->inputs == NULL || req->names == NULL || req->partitions == NULL)
         return KA_ENOMEM;
     for (size_t i = 0; i < count; i++)
@@ -92,15 +90,10 @@ static size_t count_of(int32_t n)
         .set_items = id##_set_results,                                                             \
     }
 
-/*
- * Cuts an array of `count` elements of `size` bytes (one per item) down to
- * the admitted items, in order, into scratch; place() rewrites each placed
- * one. Returns the new array (*kept elements) or NULL without memory.
- */
-static void *keep_admitted(ka_adm_req_t *req, const void *items, size_t size, size_t *kept,
+void *ka_adm_keep_admitted(ka_adm_req_t *req, const void *items, size_t size, size_t *kept,
                            int (*place)(ka_adm_req_t *req, void *elem, const ka_verdict_t *v))
 {
-    char *out = scratch(req, req->count, size);
+    char *out = ka_adm_scratch(req, req->count, size);
     size_t k = 0;
 
     if (out == NULL)
@@ -145,13 +138,13 @@ static int ct_items(ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
     ka_create_topic_t *in;
 
     (void)ctx;
-    if (n == 0 || items_begin(req, n, sizeof(*in)) < 0)
+    if (n == 0 || ka_adm_items_begin(req, n, sizeof(*in)) < 0)
         return n == 0 ? 0 : KA_ENOMEM;
     in = req->inputs;
     for (size_t i = 0; i < n; i++) {
         const struct ka_createtopics_request_creatable_topic *t = &m->topics.items[i];
         size_t rows = count_of(t->assignments.count);
-        ka_replica_assignment_t *ra = scratch(req, rows, sizeof(*ra));
+        ka_replica_assignment_t *ra = ka_adm_scratch(req, rows, sizeof(*ra));
 
         if (ra == NULL)
             return KA_ENOMEM;
@@ -184,7 +177,7 @@ static int ct_place(ka_adm_req_t *req, void *elem, const ka_verdict_t *v)
 {
     struct ka_createtopics_request_creatable_topic *t = elem;
     struct ka_createtopics_request_creatable_replica_assignment *rows =
-        scratch(req, count_of(v->assignment_partitions), sizeof(*rows));
+        ka_adm_scratch(req, count_of(v->assignment_partitions), sizeof(*rows));
     int32_t rf = v->assignment_replication;
 
     if (rows == NULL)
@@ -205,7 +198,7 @@ static int ct_subset(ka_adm_req_t *req)
 {
     struct ka_createtopics_request *m = req->msg;
     size_t k = 0;
-    void *kept = keep_admitted(req, m->topics.items, sizeof(*m->topics.items), &k, ct_place);
+    void *kept = ka_adm_keep_admitted(req, m->topics.items, sizeof(*m->topics.items), &k, ct_place);
 
     if (kept == NULL)
         return KA_ENOMEM;
@@ -228,13 +221,13 @@ static int cp_items(ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
     ka_create_partitions_t *in;
 
     (void)ctx;
-    if (n == 0 || items_begin(req, n, sizeof(*in)) < 0)
+    if (n == 0 || ka_adm_items_begin(req, n, sizeof(*in)) < 0)
         return n == 0 ? 0 : KA_ENOMEM;
     in = req->inputs;
     for (size_t i = 0; i < n; i++) {
         const struct ka_createpartitions_request_create_partitions_topic *t = &m->topics.items[i];
         size_t rows = count_of(t->assignments.count);
-        ka_replica_assignment_t *ra = scratch(req, rows, sizeof(*ra));
+        ka_replica_assignment_t *ra = ka_adm_scratch(req, rows, sizeof(*ra));
 
         if (ra == NULL)
             return KA_ENOMEM;
@@ -264,7 +257,7 @@ static int cp_place(ka_adm_req_t *req, void *elem, const ka_verdict_t *v)
 {
     struct ka_createpartitions_request_create_partitions_topic *t = elem;
     struct ka_createpartitions_request_create_partitions_assignment *rows =
-        scratch(req, count_of(v->assignment_partitions), sizeof(*rows));
+        ka_adm_scratch(req, count_of(v->assignment_partitions), sizeof(*rows));
     int32_t rf = v->assignment_replication;
 
     if (rows == NULL)
@@ -282,7 +275,7 @@ static int cp_subset(ka_adm_req_t *req)
 {
     struct ka_createpartitions_request *m = req->msg;
     size_t k = 0;
-    void *kept = keep_admitted(req, m->topics.items, sizeof(*m->topics.items), &k, cp_place);
+    void *kept = ka_adm_keep_admitted(req, m->topics.items, sizeof(*m->topics.items), &k, cp_place);
 
     if (kept == NULL)
         return KA_ENOMEM;
@@ -309,7 +302,7 @@ static int apr_items(ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
     (void)ctx;
     for (int32_t i = 0; i < m->topics.count; i++)
         n += count_of(m->topics.items[i].partitions.count);
-    if (n == 0 || items_begin(req, n, sizeof(*in)) < 0)
+    if (n == 0 || ka_adm_items_begin(req, n, sizeof(*in)) < 0)
         return n == 0 ? 0 : KA_ENOMEM;
     in = req->inputs;
     for (int32_t i = 0; i < m->topics.count; i++) {
@@ -345,9 +338,9 @@ static int apr_subset(ka_adm_req_t *req)
     struct ka_alterpartitionreassignments_request *m = req->msg;
     size_t nt = count_of(m->topics.count), mt = 0, mp = 0, k = 0;
     struct ka_alterpartitionreassignments_request_reassignable_topic *kt =
-        scratch(req, nt, sizeof(*kt));
+        ka_adm_scratch(req, nt, sizeof(*kt));
     struct ka_alterpartitionreassignments_request_reassignable_partition *kp =
-        scratch(req, req->count, sizeof(*kp));
+        ka_adm_scratch(req, req->count, sizeof(*kp));
 
     if (kt == NULL || kp == NULL)
         return KA_ENOMEM;
@@ -397,7 +390,7 @@ static int md_items(ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
         return 0;
     if (ctx->view != NULL && !ka_cluster_broker_defaults(ctx->view)->auto_create_topics_enable)
         return 0;
-    if (items_begin(req, n, sizeof(*in)) < 0)
+    if (ka_adm_items_begin(req, n, sizeof(*in)) < 0)
         return KA_ENOMEM;
     in = req->inputs;
     for (int32_t i = 0; i < m->topics.count; i++) {
@@ -548,8 +541,8 @@ static int sh_items(ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
              count_of(t->subtopologies.items[i].repartition_source_topics.count);
     if (n == 0)
         return 0;
-    if ((width = scratch(req, subs, sizeof(*width))) == NULL ||
-        items_begin(req, n, sizeof(ka_create_topic_t)) < 0)
+    if ((width = ka_adm_scratch(req, subs, sizeof(*width))) == NULL ||
+        ka_adm_items_begin(req, n, sizeof(ka_create_topic_t)) < 0)
         return KA_ENOMEM;
     sh_widths(ctx, t, width);
     for (size_t i = 0; i < subs; i++) {
@@ -595,6 +588,13 @@ static int sh_answer(const ka_adm_api_desc_t *d, const ka_adm_pending_t *p, cons
     }
     return 0;
 }
+
+/* --- DeleteTopics, DeleteRecords: protected topics (ka_admission_delete.c) -- */
+
+TOPIC_RESULTS(dt, struct ka_deletetopics_response,
+              struct ka_deletetopics_response_deletable_topic_result, responses,
+              ka_deletetopics_response_init, ka_deletetopics_response_deletable_topic_result_init,
+              (void)t);
 
 /* --- the table ----------------------------------------------------------- */
 
@@ -644,6 +644,23 @@ static const ka_adm_api_desc_t descs[KA_ADM_API_COUNT] = {
                                   .items = sh_items,
                                   .judge = sh_judge,
                                   .answer = sh_answer},
+    [KA_ADM_DELETE_TOPICS] = {.api = KA_ADM_DELETE_TOPICS,
+                              .api_key = KA_DELETETOPICS_REQUEST_API_KEY,
+                              .items = ka_adm_dt_items,
+                              .judge = ka_adm_protect_judge,
+                              .judged = ka_adm_protect_audit,
+                              .subset = ka_adm_dt_subset,
+                              .answer = ka_adm_dt_answer,
+                              .merge = ka_adm_dt_merge,
+                              .results = &dt_results},
+    [KA_ADM_DELETE_RECORDS] = {.api = KA_ADM_DELETE_RECORDS,
+                               .api_key = KA_DELETERECORDS_REQUEST_API_KEY,
+                               .items = ka_adm_dr_items,
+                               .judge = ka_adm_protect_judge,
+                               .judged = ka_adm_protect_audit,
+                               .subset = ka_adm_dr_subset,
+                               .answer = ka_adm_dr_answer,
+                               .merge = ka_adm_dr_merge},
 };
 
 const ka_adm_api_desc_t *ka_adm_desc_find(int16_t api_key)

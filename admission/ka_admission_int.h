@@ -46,6 +46,8 @@ struct ka_adm_req {
     ka_slice_t *names;
     int32_t *partitions; /* -1 where the API has none */
     ka_verdict_t *verdicts;
+    /* DeleteTopics v6+: the id each item was named by (all zero: by name); else NULL. */
+    uint8_t (*topic_ids)[16];
     bool judged;
     bool wants_view;
 };
@@ -91,6 +93,9 @@ typedef struct ka_adm_api_desc {
     int (*items)(struct ka_adm_req *req, const ka_adm_ctx_t *ctx);
     /* The engine call: req->inputs into req->verdicts. */
     int (*judge)(const ka_decision_context_t *dctx, struct ka_adm_req *req);
+    /* Optional: called once the verdicts stand (not for a judgement undone to
+     * wait for a fresher view), e.g. to write each item's audit event. */
+    void (*judged)(const struct ka_adm_req *req, const ka_adm_ctx_t *ctx);
     /* Cuts req->msg down to the admitted items and writes placed
      * assignments (scratch in the arena); the path then encodes it. */
     int (*subset)(struct ka_adm_req *req);
@@ -106,6 +111,35 @@ typedef struct ka_adm_api_desc {
 
 /* The descriptor for an api_key, or NULL (ka_admission_apis.c). */
 const ka_adm_api_desc_t *ka_adm_desc_find(int16_t api_key);
+
+/* Helpers of the descriptors (ka_admission_apis.c). Arena scratch for n
+ * elements (n == 0 still gives a pointer); NULL on failure. */
+void *ka_adm_scratch(ka_adm_req_t *req, size_t n, size_t size);
+/* Sets the item count and allocates the per-item arrays. */
+int ka_adm_items_begin(ka_adm_req_t *req, size_t count, size_t input_size);
+/*
+ * Cuts an array of req->count elements of `size` bytes (one per item) down
+ * to the admitted items, in order, into scratch; place() rewrites each
+ * placed one. Returns the new array (*kept elements) or NULL without memory.
+ */
+void *ka_adm_keep_admitted(ka_adm_req_t *req, const void *items, size_t size, size_t *kept,
+                           int (*place)(ka_adm_req_t *req, void *elem, const ka_verdict_t *v));
+
+/* DeleteTopics and DeleteRecords of protected topics (ka_admission_delete.c). */
+int ka_adm_dt_items(ka_adm_req_t *req, const ka_adm_ctx_t *ctx);
+int ka_adm_dt_subset(ka_adm_req_t *req);
+int ka_adm_dt_answer(const ka_adm_api_desc_t *d, const ka_adm_pending_t *p, const ka_adm_top_t *top,
+                     void *resp, ka_arena_t *arena);
+int ka_adm_dt_merge(const ka_adm_api_desc_t *d, ka_adm_pending_t *p, void *resp, ka_arena_t *arena,
+                    bool *rewrite);
+int ka_adm_dr_items(ka_adm_req_t *req, const ka_adm_ctx_t *ctx);
+int ka_adm_dr_subset(ka_adm_req_t *req);
+int ka_adm_dr_answer(const ka_adm_api_desc_t *d, const ka_adm_pending_t *p, const ka_adm_top_t *top,
+                     void *resp, ka_arena_t *arena);
+int ka_adm_dr_merge(const ka_adm_api_desc_t *d, ka_adm_pending_t *p, void *resp, ka_arena_t *arena,
+                    bool *rewrite);
+int ka_adm_protect_judge(const ka_decision_context_t *dctx, ka_adm_req_t *req);
+void ka_adm_protect_audit(const ka_adm_req_t *req, const ka_adm_ctx_t *ctx);
 
 /* The generic per-topic answer and merge (ka_admission_merge.c). */
 int ka_adm_answer_topics(const ka_adm_api_desc_t *d, const ka_adm_pending_t *p,

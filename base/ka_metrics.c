@@ -108,6 +108,10 @@ static const metric_row_t rows[] = {
         "Admission decisions that waited for a metadata refresh."),
     ROW("admission_reservations_released_total", adm_reservations_released, "counter",
         "Reservations released because the broker reported an error."),
+    LROW("protected_refused_total", "api=\"DeleteTopics\"", protected_refused_delete_topics,
+         "counter", "Deletes of protected topics refused, one per topic."),
+    LROW("protected_refused_total", "api=\"DeleteRecords\"", protected_refused_delete_records,
+         "counter", NULL),
     /* The cluster-wide ledger. */
     ROW("ledger_appends_total", ledger_appends, "counter",
         "Records appended to the ledger (intents and outcomes)."),
@@ -201,8 +205,10 @@ void ka_metrics_observe_decision(ka_metrics_t *m, enum ka_adm_api api, uint64_t 
 
 const char *ka_adm_api_name(enum ka_adm_api api)
 {
-    static const char *names[] = {"CreateTopics", "CreatePartitions", "AlterPartitionReassignments",
-                                  "Metadata", "StreamsGroupHeartbeat"};
+    static const char *names[] = {
+        "CreateTopics", "CreatePartitions",      "AlterPartitionReassignments",
+        "Metadata",     "StreamsGroupHeartbeat", "DeleteTopics",
+        "DeleteRecords"};
     return (unsigned)api < KA_ADM_API_COUNT ? names[api] : "?";
 }
 
@@ -232,6 +238,7 @@ const char *ka_adm_reason_name(enum ka_reason r)
         [KA_REASON_RULE_CONFIG] = "rule_config",
         [KA_REASON_RULE_BUDGET] = "rule_budget",
         [KA_REASON_PRINCIPAL_BUDGET] = "principal_budget",
+        [KA_REASON_PROTECTED_TOPIC] = "protected_topic",
     };
     return (unsigned)r < KA_REASON_COUNT ? names[r] : "?";
 }

@@ -397,6 +397,10 @@ static int apply_outcome(ka_admission_t *a, const ka_frame_header_t *hdr, ka_adm
         record_decision(a, o, hdr->correlation_id, audit_mode);
         if (o->auto_create_denied)
             m->adm_auto_create_denials++;
+        if (o->api == KA_ADM_DELETE_TOPICS)
+            m->protected_refused_delete_topics += o->protected_refused;
+        else if (o->api == KA_ADM_DELETE_RECORDS)
+            m->protected_refused_delete_records += o->protected_refused;
         log_decision(o, hdr->correlation_id, audit_mode, took);
         if (o->auto_create_denied)
             ka_log(KA_LOG_INFO, "auto-creation denied, forwarding Metadata with the flag cleared",
@@ -704,10 +708,13 @@ int ka_admission_start(ka_server_t *srv, ka_policy_t *policy, char *err, size_t 
         ka_admission_stop(a);
         return rc;
     }
-    static const int16_t keys[] = {
-        KA_CREATETOPICS_REQUEST_API_KEY, KA_CREATEPARTITIONS_REQUEST_API_KEY,
-        KA_ALTERPARTITIONREASSIGNMENTS_REQUEST_API_KEY, KA_METADATA_REQUEST_API_KEY,
-        KA_STREAMSGROUPHEARTBEAT_REQUEST_API_KEY};
+    static const int16_t keys[] = {KA_CREATETOPICS_REQUEST_API_KEY,
+                                   KA_CREATEPARTITIONS_REQUEST_API_KEY,
+                                   KA_ALTERPARTITIONREASSIGNMENTS_REQUEST_API_KEY,
+                                   KA_METADATA_REQUEST_API_KEY,
+                                   KA_STREAMSGROUPHEARTBEAT_REQUEST_API_KEY,
+                                   KA_DELETETOPICS_REQUEST_API_KEY,
+                                   KA_DELETERECORDS_REQUEST_API_KEY};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         ka_intercept_entry_t *e = &ka_server_intercept(srv)->api[keys[i]];
         e->buffer_request = 1;

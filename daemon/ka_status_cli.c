@@ -74,11 +74,11 @@ static int connect_to(const char *host, const char *port, char *err, size_t errl
     return fd < 0 ? KA_EINVALID : fd;
 }
 
-/* GET path over HTTP/1.1 with Connection: close; the body and status into *body, *status. */
-static int http_get(const char *admin, const char *path, int *status, char **body, char *err,
-                    size_t errlen)
+int ka_status_cli_http(const char *admin, const char *method, const char *path,
+                       const char *send_body, int *status, char **body, char *err, size_t errlen)
 {
-    char host[256], port[16], req[512];
+    char host[256], port[16], req[640];
+    size_t send_len = send_body ? strlen(send_body) : 0;
     size_t len = 0, cap = 16384;
     char *buf;
     int fd;
@@ -90,10 +90,13 @@ static int http_get(const char *admin, const char *path, int *status, char **bod
     if ((fd = connect_to(host, port, err, errlen)) < 0)
         return fd;
     int n = snprintf(req, sizeof(req),
-                     "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n"
+                     "%s %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n"
+                     "Content-Type: application/json\r\nContent-Length: %zu\r\n"
                      "Connection: close\r\n\r\n",
-                     path, admin);
-    if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n || (buf = malloc(cap)) == NULL) {
+                     method, path, admin, send_len);
+    if (n < 0 || (size_t)n >= sizeof(req) || send(fd, req, (size_t)n, MSG_NOSIGNAL) != n ||
+        (send_len > 0 && send(fd, send_body, send_len, MSG_NOSIGNAL) != (ssize_t)send_len) ||
+        (buf = malloc(cap)) == NULL) {
         snprintf(err, errlen, "cannot send to %s: %s", admin, strerror(errno));
         close(fd);
         return KA_EINVALID;
@@ -212,7 +215,8 @@ int ka_status_cli_main(int argc, char **argv)
             return 2;
         }
     }
-    if (http_get(admin, "/v1/brokers", &status, &body, err, sizeof(err)) < 0) {
+    if (ka_status_cli_http(admin, "GET", "/v1/brokers", NULL, &status, &body, err, sizeof(err)) <
+        0) {
         fprintf(stderr, "kadmit status: %s\n", err);
         return 1;
     }

@@ -29,6 +29,7 @@
 #include "ka_policy_reload.h"
 #include "ka_proxy.h"
 #include "ka_status_cli.h"
+#include "ka_whatif_cli.h"
 
 /* Without --policy there is no metadata client, so readiness probes the
  * upstream with a plain TCP connect this often. */
@@ -375,6 +376,8 @@ int main(int argc, char **argv)
 
     if (argc >= 2 && strcmp(argv[1], "status") == 0)
         return ka_status_cli_main(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "what-if") == 0)
+        return ka_whatif_cli_main(argc - 1, argv + 1);
 
     int rc = ka_config_parse(&cfg, argc, argv, err, sizeof(err));
     if (rc < 0) {

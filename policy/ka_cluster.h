@@ -86,6 +86,9 @@ void ka_cluster_builder_set_defaults(ka_cluster_builder_t *builder,
                                      const ka_broker_defaults_t *defaults);
 /* Declares a topic (which may have no partitions yet); idempotent. */
 int ka_cluster_builder_add_topic(ka_cluster_builder_t *builder, ka_slice_t name);
+/* Records a topic's id (Metadata v10+); the topic is declared if needed. */
+int ka_cluster_builder_set_topic_id(ka_cluster_builder_t *builder, ka_slice_t name,
+                                    const uint8_t id[16]);
 /*
  * Adds one partition and its replica list (first = preferred leader); the
  * topic is declared if needed. The replicas are copied. A partition added
@@ -119,6 +122,11 @@ size_t ka_cluster_topic_count(const ka_cluster_t *cluster);
 
 /* NULL when the view has no such topic. Valid while the view is. */
 const ka_cluster_topic_t *ka_cluster_find_topic(const ka_cluster_t *cluster, ka_slice_t name);
+/* The topic with this id, or NULL (also for the all-zero id). Valid while the view is. */
+const ka_cluster_topic_t *ka_cluster_find_topic_id(const ka_cluster_t *cluster,
+                                                   const uint8_t id[16]);
+/* The topic's name, a slice into the view. */
+ka_slice_t ka_cluster_topic_name(const ka_cluster_t *cluster, const ka_cluster_topic_t *topic);
 /* One more than the highest partition index seen. */
 int32_t ka_cluster_topic_partition_count(const ka_cluster_topic_t *topic);
 /* The replicas of one partition (count 0 and NULL when the view lacks it). */

@@ -163,6 +163,17 @@ bool ka_policy_topic_is_protected(const ka_policy_t *policy, ka_slice_t topic)
     return false;
 }
 
+const char *ka_policy_protected_pattern(const ka_policy_t *policy, ka_slice_t topic)
+{
+    const ka_rules_t *r = policy->rules;
+
+    for (size_t i = 0; r != NULL && i < r->protected_count; i++) {
+        if (ka_pattern_matches(r->protected_topics[i], topic))
+            return ka_pattern_source(r->protected_topics[i]);
+    }
+    return NULL;
+}
+
 static int compare_principal_name(const void *key, const void *entry)
 {
     return strcmp(key, ((const ka_principal_rule_t *)entry)->principal);

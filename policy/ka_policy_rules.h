@@ -93,6 +93,10 @@ bool ka_policy_topic_is_internal(ka_slice_t topic);
 
 /* True for a topic whose DeleteTopics/DeleteRecords must be refused. */
 bool ka_policy_topic_is_protected(const ka_policy_t *policy, ka_slice_t topic);
+/* The source of the first "protected.topics" pattern matching topic, or NULL (none
+ * matches: a topic protected only by default has none), for the message that says
+ * what to change. */
+const char *ka_policy_protected_pattern(const ka_policy_t *policy, ka_slice_t topic);
 
 /* The principal's entry, or NULL when the policy names it nowhere. */
 const ka_principal_rule_t *ka_policy_principal(const ka_policy_t *policy, const char *principal);

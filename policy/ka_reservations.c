@@ -243,8 +243,9 @@ void ka_reservations_spec_at(const ka_reservations_t *l, size_t index, ka_reserv
     spec_of(&l->entries[index], spec);
 }
 
-int ka_reservations_copy_before(const ka_reservations_t *src, uint64_t order,
-                                ka_reservations_t **out)
+/* The reservations of src ordered before `order`, or all of them (`all`). */
+static int copy_where(const ka_reservations_t *src, uint64_t order, bool all,
+                      ka_reservations_t **out)
 {
     ka_reservations_t *dst;
     int rc = ka_reservations_new(&dst);
@@ -256,7 +257,7 @@ int ka_reservations_copy_before(const ka_reservations_t *src, uint64_t order,
         const struct ka_reservation *e = &src->entries[i];
         ka_reservation_spec_t s;
 
-        if (e->order >= order)
+        if (!all && e->order >= order)
             continue;
         spec_of(e, &s);
         if ((rc = add_entry(dst, &s, e->id, e->order)) < 0) {
@@ -266,6 +267,17 @@ int ka_reservations_copy_before(const ka_reservations_t *src, uint64_t order,
     }
     *out = dst;
     return 0;
+}
+
+int ka_reservations_copy_before(const ka_reservations_t *src, uint64_t order,
+                                ka_reservations_t **out)
+{
+    return copy_where(src, order, false, out);
+}
+
+int ka_reservations_copy(const ka_reservations_t *src, ka_reservations_t **out)
+{
+    return copy_where(src, 0, true, out);
 }
 
 static void remove_at(ka_reservations_t *l, size_t i)

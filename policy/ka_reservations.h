@@ -98,6 +98,9 @@ int ka_reservations_describe(const ka_reservations_t *ledger, uint64_t id,
  */
 int ka_reservations_copy_before(const ka_reservations_t *src, uint64_t order,
                                 ka_reservations_t **out);
+/* A new ledger holding a copy of every reservation of src, ordered or not, on the same
+ * terms as ka_reservations_copy_before (what-if answers judge against one). */
+int ka_reservations_copy(const ka_reservations_t *src, ka_reservations_t **out);
 
 /* Replicas reserved on a broker by all outstanding reservations. */
 int64_t ka_reservations_broker_replicas(const ka_reservations_t *ledger, int32_t broker_id);

@@ -236,7 +236,7 @@ static int add_topics(ka_cluster_builder_t *builder, const struct ka_metadata_re
         /* Versions 12+ may answer a topic by id alone; there is nothing to index it by. */
         if (t->name.len < 0)
             continue;
-        if ((rc = ka_cluster_builder_add_topic(builder, t->name)) < 0) {
+        if ((rc = ka_cluster_builder_set_topic_id(builder, t->name, t->topic_id)) < 0) {
             snprintf(err, errlen, "topic %.*s cannot be added: %s", (int)t->name.len,
                      (const char *)t->name.ptr, why(rc));
             return rc;

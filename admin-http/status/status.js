@@ -1,4 +1,4 @@
-// kadmit's status page: reads the admin API's JSON (/v1/brokers, /v1/policy,
+// kadmit's status page: reads the admin API's JSON (/v1/brokers with its budgets, /v1/policy,
 // /v1/decisions) every few seconds and redraws. No external fetches.
 "use strict";
 
@@ -58,6 +58,22 @@ function drawBrokers(doc) {
       `; ${c.topics} topics; view ${Math.round((c.view_age_ms || 0) / 100) / 10} s old`));
 }
 
+// One row per tenant budget: a topic rule's (by its match) or a principal's.
+function drawBudgets(doc) {
+  const b = doc.budgets || { rules: [], principals: [] };
+  const rows = [
+    ...b.rules.map((r) => ["rule", r.rule, r]),
+    ...b.principals.map((p) => ["principal", p.principal, p])];
+  const body = document.querySelector("#budgets tbody");
+  body.replaceChildren(...(rows.length ? rows.map(([kind, name, r]) =>
+    el("tr", { "data-budget": `${kind}:${name}` },
+      el("td", {}, `${kind} `, el("code", {}, name)),
+      el("td", {}, bar(r.used, 0, r.budget)),
+      num(r.used, "used"),
+      num(r.budget, "budget"))) :
+    [el("tr", {}, el("td", { colspan: 4, class: "muted" }, "the policy sets no budget"))]));
+}
+
 function drawPolicy(doc) {
   document.getElementById("policy-version").textContent = `version ${doc.version}`;
   const rows = [];
@@ -106,6 +122,7 @@ async function refresh() {
     const [brokers, policy, decisions] = await Promise.all(
       [getJSON("/v1/brokers"), getJSON("/v1/policy"), getJSON("/v1/decisions")]);
     drawBrokers(brokers);
+    drawBudgets(brokers);
     drawPolicy(policy);
     drawDecisions(decisions);
     err.hidden = true;

@@ -55,6 +55,7 @@ CODEC_APIS = [
     "DeleteTopics",
     "AlterConfigs",
     "StreamsGroupHeartbeat",
+    "DeleteRecords",
 ]
 
 # The highest version kadmit decodes of each API it judges or reads: the
@@ -72,6 +73,8 @@ DECODED_MAX_VERSIONS = {
     "IncrementalAlterConfigs": 1,
     "AlterConfigs": 2,
     "StreamsGroupHeartbeat": 1,
+    "DeleteTopics": 6,
+    "DeleteRecords": 2,
 }
 
 # Request header v0 (no client id) survives only for this API and version.

@@ -133,6 +133,10 @@ int16_t ka_decoded_min_version(int16_t api_key)
         return 0;
     case 19:
         return 2;
+    case 20:
+        return 1;
+    case 21:
+        return 0;
     case 32:
         return 1;
     case 33:
@@ -159,6 +163,10 @@ int16_t ka_decoded_max_version(int16_t api_key)
         return 4;
     case 19:
         return 7;
+    case 20:
+        return 6;
+    case 21:
+        return 2;
     case 32:
         return 4;
     case 33:

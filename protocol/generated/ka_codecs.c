@@ -117,6 +117,28 @@ static int deletetopics_response_encode_any(ka_writer_t *w, int16_t version, con
     return ka_deletetopics_response_encode(w, version, in);
 }
 
+static int deleterecords_request_decode_any(
+    ka_reader_t *r, int16_t version, ka_arena_t *arena, void *out)
+{
+    return ka_deleterecords_request_decode(r, version, arena, out);
+}
+
+static int deleterecords_request_encode_any(ka_writer_t *w, int16_t version, const void *in)
+{
+    return ka_deleterecords_request_encode(w, version, in);
+}
+
+static int deleterecords_response_decode_any(
+    ka_reader_t *r, int16_t version, ka_arena_t *arena, void *out)
+{
+    return ka_deleterecords_response_decode(r, version, arena, out);
+}
+
+static int deleterecords_response_encode_any(ka_writer_t *w, int16_t version, const void *in)
+{
+    return ka_deleterecords_response_encode(w, version, in);
+}
+
 static int describeconfigs_request_decode_any(
     ka_reader_t *r, int16_t version, ka_arena_t *arena, void *out)
 {
@@ -319,6 +341,10 @@ const struct ka_codec ka_codecs[] = {
      deletetopics_request_decode_any, deletetopics_request_encode_any},
     {20, KA_RESPONSE, "DeleteTopicsResponse", 1, 6, sizeof(struct ka_deletetopics_response),
      deletetopics_response_decode_any, deletetopics_response_encode_any},
+    {21, KA_REQUEST, "DeleteRecordsRequest", 0, 2, sizeof(struct ka_deleterecords_request),
+     deleterecords_request_decode_any, deleterecords_request_encode_any},
+    {21, KA_RESPONSE, "DeleteRecordsResponse", 0, 2, sizeof(struct ka_deleterecords_response),
+     deleterecords_response_decode_any, deleterecords_response_encode_any},
     {32, KA_REQUEST, "DescribeConfigsRequest", 1, 4, sizeof(struct ka_describeconfigs_request),
      describeconfigs_request_decode_any, describeconfigs_request_encode_any},
     {32, KA_RESPONSE, "DescribeConfigsResponse", 1, 4, sizeof(struct ka_describeconfigs_response),

@@ -21,6 +21,8 @@
 #include "ka_createtopics_response.h"
 #include "ka_deletetopics_request.h"
 #include "ka_deletetopics_response.h"
+#include "ka_deleterecords_request.h"
+#include "ka_deleterecords_response.h"
 #include "ka_describeconfigs_request.h"
 #include "ka_describeconfigs_response.h"
 #include "ka_alterconfigs_request.h"

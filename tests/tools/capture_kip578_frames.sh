@@ -7,28 +7,8 @@
 #
 #     KADMIT_TEST_PORT_BASE=1500 sh tests/tools/capture_kip578_frames.sh
 set -eu
-repo=$(pwd)
-out="$repo/tests/data/frames/kip578"
-work=$(mktemp -d)
-base=${KADMIT_TEST_PORT_BASE:-0}
-sidecar=$((9091 + base))
-client=$((19091 + base))
-export KADMIT_TEST_PORT_BASE="$base"
-h="$repo/scripts/harness/kafka_cluster.py"
-bin="$repo/tests/kafka/bin"
-libs="$("$repo/tests/kafka/kafka-home")/libs"
-python3 "$h" start --brokers 1 --dir "$work/cluster"
-trap 'kill $rec 2>/dev/null || true; python3 "$h" stop --dir "$work/cluster"; rm -rf "$work"' EXIT
-record() { # CLIENT: (re)starts the recorder naming frames after CLIENT
-    [ -n "${rec:-}" ] && { kill "$rec"; wait "$rec" 2>/dev/null || true; }
-    rm -f "$work/ready"
-    python3 "$repo/tests/tools/record_frames.py" --listen "127.0.0.1:$sidecar" \
-        --upstream "127.0.0.1:$client" --out "$work/$1" --client "$1" --keep all \
-        --ready-file "$work/ready" &
-    rec=$!
-    while [ ! -f "$work/ready" ]; do sleep 0.1; done
-}
-boot="127.0.0.1:$sidecar"
+out="$(pwd)/tests/data/frames/kip578"
+. "$(pwd)/tests/tools/capture_lib.sh"
 cfg() { "$bin/kafka-configs" --bootstrap-server "$boot" --entity-type brokers "$@"; }
 record cli
 cfg --entity-name 1 --alter --add-config max.broker.partitions=10
@@ -57,13 +37,6 @@ r = ConfigResource(ResourceType.BROKER, "1", set_config={"max.broker.partitions"
 [f.result(timeout=60) for f in a.describe_configs([ConfigResource(ResourceType.BROKER, "1")]).values()]
 PY
 kill "$rec"; wait "$rec" 2>/dev/null || true; rec=
-# The n-th frame of each kind, named after what the step above sent.
-mkdir -p "$out"
-put() { # CLIENT API-VERSION N WHAT
-    for dir in request response; do
-        cp "$work/$1/$2-$dir-$1-$3.bin" "$out/$2-$dir-$1-$4.bin"
-    done
-}
 put cli incrementalalterconfigs-v1 1 set-broker
 put cli incrementalalterconfigs-v1 2 set-default
 put cli incrementalalterconfigs-v1 3 delete-broker

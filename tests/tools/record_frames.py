@@ -8,7 +8,8 @@ Every connection to --listen is relayed to --upstream, byte for byte and unchang
 directions are split into Kafka frames (int32 size, then the frame). Requests are read for
 (api_key, api_version, correlation_id); responses are matched to their request by correlation
 id, per connection. Frames of the APIs kadmit decodes (ApiVersions, Metadata, CreateTopics,
-CreatePartitions, AlterPartitionReassignments, DescribeConfigs, IncrementalAlterConfigs) are
+CreatePartitions, AlterPartitionReassignments, DescribeConfigs, IncrementalAlterConfigs,
+AlterConfigs, DeleteTopics, DeleteRecords) are
 written as
 
     <OUT>/<apiname>-v<version>-<request|response>-<client>.bin
@@ -48,6 +49,8 @@ RECORDED_APIS = {
     32: "describeconfigs",
     44: "incrementalalterconfigs",
     33: "alterconfigs",
+    20: "deletetopics",
+    21: "deleterecords",
 }
 NAME_TO_KEY = {v: k for k, v in RECORDED_APIS.items()}
 API_VERSIONS = 18

@@ -22,6 +22,11 @@ ka_unit_test(test_admission_judged SOURCES ${KA_ADMISSION_TEST_DIR}/test_admissi
   ${KA_ADMISSION_TEST_DIR}/adm_fixture.c LIBS ka_admission)
 target_include_directories(test_admission_judged PRIVATE ${KA_ADMISSION_TEST_DIR})
 
+# Protected topics: DeleteTopics and DeleteRecords from frames real clients sent.
+ka_unit_test(test_admission_delete SOURCES ${KA_ADMISSION_TEST_DIR}/test_admission_delete.c
+  ${KA_ADMISSION_TEST_DIR}/adm_fixture.c LIBS ka_admission)
+target_include_directories(test_admission_delete PRIVATE ${KA_ADMISSION_TEST_DIR})
+
 # The admission fuzz target's replay binary replays the seed corpus in ordinary builds.
 if(NOT KADMIT_FUZZ)
   include(${CMAKE_CURRENT_LIST_DIR}/../fuzz/admission.cmake)

@@ -77,8 +77,10 @@ static void run_steps(const ka_adm_ctx_t *ctx, const uint8_t *frame, size_t len,
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *policy_json = (size > 0 && data[0] & 1)
-                                  ? "{\"max.broker.partitions\": 4, \"enforcement\": \"audit\"}"
-                                  : "{\"max.broker.partitions\": 4, \"max.partitions\": 40}";
+                                  ? "{\"max.broker.partitions\": 4, \"enforcement\": \"audit\", "
+                                    "\"protected.topics\": [\"keep\\\\..*\"]}"
+                                  : "{\"max.broker.partitions\": 4, \"max.partitions\": 40, "
+                                    "\"protected.topics\": [\"keep\\\\..*\"]}";
     ka_reservations_t *ledger, *ledger2;
     ka_adm_outcome_t o, steps;
     ka_policy_t *policy;

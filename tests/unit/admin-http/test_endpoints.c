@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "admin_fixtures.h"
+#include "ka_admin_whatif.h"
 
 static int setup(void **state)
 {
@@ -620,9 +621,127 @@ static void test_start_reports_bad_addresses_and_busy_ports(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* --- POST /v1/what-if -------------------------------------------------------- */
+
+/* Brokers hold 12 (10 + 2 reserved), 20 and 30 replicas; the default limit is put at 40. */
+static void whatif_cluster(admin_harness_t *h)
+{
+    reply_t r;
+
+    fake_add_cluster(&h->fake);
+    assert_int_equal(http_call(h->port, "PUT", "/v1/limits/default", TEST_TOKEN,
+                               "{\"max.broker.partitions\": 40}", &r),
+                     200);
+    reply_free(&r);
+}
+
+static void test_what_if_answers_verdict_placement_and_projection_and_changes_nothing(void **state)
+{
+    admin_harness_t *h = *state;
+    reply_t r;
+    json_t *doc, *item, *brokers;
+    int64_t added = 0;
+
+    whatif_cluster(h);
+    assert_int_equal(http_call(h->port, "POST", "/v1/what-if", NULL,
+                               "{\"createTopics\": {\"topics\": [{\"name\": \"team-a.x\", "
+                               "\"numPartitions\": 3, \"replicationFactor\": 2}]}, "
+                               "\"principal\": \"User:alice\"}",
+                               &r),
+                     200);
+    doc = body_json(&r);
+    assert_true(json_is_true(json_object_get(doc, "admitted")));
+    assert_string_equal(json_string_value(json_object_get(doc, "principal")), "User:alice");
+    item = json_array_get(json_object_get(doc, "items"), 0);
+    assert_string_equal(json_string_value(json_object_get(item, "name")), "team-a.x");
+    assert_string_equal(json_string_value(json_object_get(item, "verdict")), "place");
+    assert_int_equal(json_array_size(json_object_get(item, "placement")), 3);
+    assert_int_equal(json_array_size(json_array_get(json_object_get(item, "placement"), 0)), 2);
+    brokers = json_object_get(item, "brokers");
+    assert_int_equal(json_array_size(brokers), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *b = json_array_get(brokers, i);
+
+        assert_int_equal(json_integer_value(json_object_get(b, "limit")), 40);
+        added += json_integer_value(json_object_get(b, "projected")) -
+                 json_integer_value(json_object_get(b, "current"));
+    }
+    assert_int_equal(added, 6);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(brokers, 0), "current")),
+                     12);
+    json_decref(doc);
+    reply_free(&r);
+    /* Nothing was reserved: the fake's ledger holds its one reservation only. */
+    assert_int_equal(ka_reservations_count(h->fake.ledger), 1);
+}
+
+static void test_what_if_rejection_names_the_rule_and_the_brokers_counts(void **state)
+{
+    admin_harness_t *h = *state;
+    reply_t r;
+    json_t *doc, *item;
+
+    whatif_cluster(h);
+    assert_int_equal(http_call(h->port, "POST", "/v1/what-if", NULL,
+                               "{\"createTopics\": {\"topics\": [{\"name\": \"big\", "
+                               "\"numPartitions\": 11, \"replicationFactor\": 3}]}}",
+                               &r),
+                     200);
+    doc = body_json(&r);
+    assert_true(json_is_false(json_object_get(doc, "admitted")));
+    item = json_array_get(json_object_get(doc, "items"), 0);
+    assert_string_equal(json_string_value(json_object_get(item, "verdict")), "reject");
+    assert_string_equal(json_string_value(json_object_get(item, "reason")), "limit");
+    assert_non_null(
+        strstr(json_string_value(json_object_get(item, "message")), "max.broker.partitions limit"));
+    assert_true(json_is_null(json_object_get(item, "placement")));
+    json_decref(doc);
+    reply_free(&r);
+}
+
+static void test_what_if_refuses_bad_bodies_naming_the_field(void **state)
+{
+    admin_harness_t *h = *state;
+    reply_t r;
+    char *big = malloc(KA_WHATIF_MAX_BODY + 2);
+
+    http_call(h->port, "POST", "/v1/what-if", NULL,
+              "{\"createTopics\": {\"topics\": [{\"name\": \"x\"}]}}", &r);
+    assert_error(&r, 503, "no cluster view yet");
+    reply_free(&r);
+    whatif_cluster(h);
+    http_call(h->port, "POST", "/v1/what-if", NULL,
+              "{\"createTopics\": {\"topics\": [{\"name\": \"x\", \"numPartitions\": \"3\"}]}}",
+              &r);
+    assert_error(&r, 400, "createTopics.topics[0].numPartitions: must be an integer");
+    reply_free(&r);
+    http_call(h->port, "POST", "/v1/what-if", NULL,
+              "{\"createPartitions\": {\"topics\": [{\"name\": \"x\", \"count\": 2, "
+              "\"assignments\": [{\"brokerIds\": [1, \"two\"]}]}]}}",
+              &r);
+    assert_error(&r, 400, "createPartitions.topics[0].assignments[0].brokerIds[1]");
+    reply_free(&r);
+    http_call(h->port, "POST", "/v1/what-if", NULL, "{\"createTopic\": {}}", &r);
+    assert_error(&r, 400, "unknown field \"createTopic\"");
+    reply_free(&r);
+    memset(big, ' ', KA_WHATIF_MAX_BODY + 1);
+    big[KA_WHATIF_MAX_BODY + 1] = '\0';
+    http_call(h->port, "POST", "/v1/what-if", NULL, big, &r);
+    assert_error(&r, 413, "at most");
+    reply_free(&r);
+    free(big);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            test_what_if_answers_verdict_placement_and_projection_and_changes_nothing, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_what_if_rejection_names_the_rule_and_the_brokers_counts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_what_if_refuses_bad_bodies_naming_the_field, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_healthz_answers_ok_while_the_loop_runs, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_readyz_reports_the_proxys_reason_with_503, setup,

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,6 +111,30 @@ void fx_decode_response(const uint8_t *frame, size_t len, int16_t api_key, int16
         ka_response_header_decode(&r, ka_response_header_version(api_key, version), &h), 0);
     assert_int_equal(h.correlation_id, cid);
     assert_int_equal(ka_codec_find(api_key, KA_RESPONSE)->decode(&r, version, arena, out), 0);
+}
+
+uint8_t *fx_captured(const char *path, size_t *len)
+{
+    const char *root = getenv("KADMIT_TEST_DATA");
+    char full[4096];
+    static uint8_t buf[1 << 20];
+    FILE *f;
+    size_t n;
+    uint8_t *frame;
+
+    snprintf(full, sizeof(full), "%s/frames/%s", root ? root : "tests/data", path);
+    f = fopen(full, "rb");
+    if (f == NULL)
+        fail_msg("captured frame %s is missing", full);
+    n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    frame = malloc(n + 4);
+    assert_non_null(frame);
+    frame[0] = (uint8_t)(n >> 24), frame[1] = (uint8_t)(n >> 16), frame[2] = (uint8_t)(n >> 8);
+    frame[3] = (uint8_t)n;
+    memcpy(frame + 4, buf, n);
+    *len = n + 4;
+    return frame;
 }
 
 struct ka_createtopics_request_creatable_topic fx_ct_topic(const char *name, int32_t np, int16_t rf)

@@ -55,6 +55,10 @@ void fx_decode_request(const uint8_t *frame, size_t len, ka_arena_t *arena, int1
 void fx_decode_response(const uint8_t *frame, size_t len, int16_t api_key, int16_t version,
                         int32_t cid, ka_arena_t *arena, void *out);
 
+/* A frame captured from a real client (tests/data/frames/<path>; the file holds it after
+ * its size prefix) with the prefix put back; malloc'd. */
+uint8_t *fx_captured(const char *path, size_t *len);
+
 /* CreateTopics: one topic (no assignments), and a request (correlation id 77). */
 struct ka_createtopics_request_creatable_topic fx_ct_topic(const char *name, int32_t np,
                                                            int16_t rf);

@@ -28,29 +28,13 @@
 static const int32_t brokers[] = {1, 2, 3};
 static const ka_cfg_ctx_t ctx = {brokers, 3, NULL, 1 << 20};
 
-/* A captured frame (the file holds it after its size prefix) with the prefix put back. */
+/* A KIP-578 config frame captured from a real client, size prefix put back. */
 static uint8_t *captured(const char *name, size_t *len)
 {
-    const char *root = getenv("KADMIT_TEST_DATA");
-    char path[4096];
-    static uint8_t buf[1 << 20];
-    FILE *f;
-    size_t n;
-    uint8_t *frame;
+    char path[512];
 
-    snprintf(path, sizeof(path), "%s/frames/kip578/%s", root ? root : "tests/data", name);
-    f = fopen(path, "rb");
-    if (f == NULL)
-        fail_msg("captured frame %s is missing", path);
-    n = fread(buf, 1, sizeof(buf), f);
-    fclose(f);
-    frame = malloc(n + 4);
-    assert_non_null(frame);
-    frame[0] = (uint8_t)(n >> 24), frame[1] = (uint8_t)(n >> 16), frame[2] = (uint8_t)(n >> 8);
-    frame[3] = (uint8_t)n;
-    memcpy(frame + 4, buf, n);
-    *len = n + 4;
-    return frame;
+    snprintf(path, sizeof(path), "kip578/%s", name);
+    return fx_captured(path, len);
 }
 
 /* --- building requests and responses --------------------------------------- */

@@ -108,7 +108,7 @@ static void test_every_sample_round_trips(void **state)
 static void test_every_version_of_every_codec_has_samples(void **state)
 {
     (void)state;
-    assert_int_equal(ka_codecs_count, 26);
+    assert_int_equal(ka_codecs_count, 28);
     for (size_t i = 0; i < ka_codecs_count; i++) {
         const struct ka_codec *c = &ka_codecs[i];
         for (int16_t v = c->min_version; v <= c->max_version; v++) {
@@ -439,6 +439,10 @@ static void test_captured_frames_round_trip(void **state)
     if (seen <= 0)
         fail_msg("no captured frames found in %s", dir);
     print_message("round-tripped %d captured frames\n", seen);
+    /* The deletes (tests/tools/capture_delete_frames.sh), which the admission tests replay. */
+    snprintf(dir, sizeof(dir), "%s/frames/protect", root ? root : "tests/data");
+    if (round_trip_frames_in(dir) <= 0)
+        fail_msg("no captured delete frames found in %s", dir);
 }
 
 static void write_file(const char *dir, const char *name, const uint8_t *a, size_t alen,
