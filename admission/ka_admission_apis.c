@@ -120,7 +120,7 @@ static int ct_configs(ka_adm_req_t *req, const struct ka_createtopics_request_cr
                       ka_create_topic_t *in)
 {
     size_t n = count_of(t->configs.count);
-    ka_topic_config_t *configs = scratch(req, n, sizeof(*configs));
+    ka_topic_config_t *configs = ka_adm_scratch(req, n, sizeof(*configs));
 
     if (configs == NULL)
         return KA_ENOMEM;
