@@ -327,10 +327,17 @@ static int check_configs(const struct ka_work *w, const ka_topic_rule_t *rule,
         return 0;
     rc = ka_rules_check_configs(rule, w->ctx->view, item->configs, item->config_count, true, msg,
                                 sizeof(msg));
-    /* KA_EINVALID means inputs the engine never passes (configs NULL with a count): the other
-     * checks still stand, and only running out of memory ends the decision. */
-    if (rc <= 0)
-        return rc == KA_ENOMEM ? KA_ENOMEM : 0;
+    if (rc == KA_ENOMEM)
+        return KA_ENOMEM;
+    /* Any other error is an input the checker could not read: never pass it unjudged. */
+    if (rc < 0)
+        return flag(w, v, rule->enforcement == KA_ENFORCEMENT_AUDIT, KA_REASON_RULE_CONFIG,
+                    rule->name,
+                    ka_message_format("kadmit could not read the configs of this topic to judge "
+                                      "them against rule '%s'; send them again",
+                                      rule->name));
+    if (rc == 0)
+        return 0;
     return flag(w, v, rule->enforcement == KA_ENFORCEMENT_AUDIT, KA_REASON_RULE_CONFIG, rule->name,
                 ka_message_format("%s", msg));
 }
