@@ -572,9 +572,18 @@ static int finish_alter(const ka_cfg_ctx_t *ctx, const alter_api_t *api,
         p->local_count += res->local;
         if (res->local && out->message[0] == '\0')
             snprintf(out->message, sizeof(out->message), "%s", res->message);
-        if (res->type == KA_CFG_RESOURCE_TOPIC)
+        if (res->type == KA_CFG_RESOURCE_TOPIC) {
             ka_cfg_count_topic(res, out);
-        else {
+            if (res->rule != NULL && ctx->on_topic_judged != NULL)
+                ctx->on_topic_judged(
+                    ctx->on_topic_judged_arg,
+                    &(ka_cfg_judged_t){res->name, res->name_len > 0 ? (size_t)res->name_len : 0,
+                                       res->rule,
+                                       res->local     ? "reject"
+                                       : res->audited ? "audit"
+                                                      : "admit",
+                                       res->message});
+        } else {
             out->resources += res->ours || res->local;
             out->refused += res->local;
         }

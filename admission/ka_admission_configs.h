@@ -64,6 +64,15 @@ typedef struct ka_cfg_change {
     int32_t value;
 } ka_cfg_change_t;
 
+/* One TOPIC resource judged against its rule's config bounds. */
+typedef struct ka_cfg_judged {
+    const char *topic;
+    size_t topic_len;
+    const char *rule;
+    const char *verdict; /* "admit", "reject", "audit" (forwarded, flagged) */
+    const char *message; /* the broken bound, or NULL */
+} ka_cfg_judged_t;
+
 typedef struct ka_cfg_ctx {
     /* The brokers the cluster view knows; a change for another id is
      * refused. NULL: no view yet, ids are not checked. */
@@ -80,6 +89,10 @@ typedef struct ka_cfg_ctx {
     const ka_cluster_t *view;
     /* Who sent the request ("User:name"), or NULL: the policy's principal.unknown. */
     const char *principal;
+    /* Called for each TOPIC resource a topic rule judged, in request order, for its audit event;
+     * NULL: nobody listens. Everything is borrowed for the call. */
+    void (*on_topic_judged)(void *arg, const struct ka_cfg_judged *topic);
+    void *on_topic_judged_arg;
 } ka_cfg_ctx_t;
 
 /* What an alter or describe request keeps until its response. */

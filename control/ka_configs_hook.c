@@ -10,6 +10,7 @@
 #include "ka_admission_configs.h"
 #include "ka_admission_hook.h"
 #include "ka_configs_layer.h"
+#include "ka_audit.h"
 #include "ka_log.h"
 #include "ka_protocol.h"
 
@@ -129,6 +130,25 @@ static void log_topics(const ka_frame_header_t *hdr, const ka_cfg_outcome_t *o)
            KA_KS("message", o->topic_message[0] ? o->topic_message : NULL));
 }
 
+/* One audit event per topic a rule's config bounds judged (ka_cfg_ctx_t.on_topic_judged). */
+static void audit_topic_cb(void *arg, const ka_cfg_judged_t *t)
+{
+    const ka_frame_header_t *hdr = arg;
+    const ka_frame_origin_t *origin = hdr->origin;
+    ka_audit_event_t e = {.principal = origin ? origin->principal : NULL,
+                          .client_addr = origin ? origin->peer : NULL,
+                          .client_id = origin ? origin->client_id : NULL,
+                          .client_id_len = origin ? origin->client_id_len : 0,
+                          .api = ka_api_name(hdr->api_key),
+                          .resource = t->topic,
+                          .resource_len = t->topic_len,
+                          .rule = t->rule,
+                          .verdict = t->verdict,
+                          .reason = strcmp(t->verdict, "admit") != 0 ? "rule_config" : NULL,
+                          .message = t->message};
+    ka_audit_emit(&e);
+}
+
 static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, size_t *len,
                       ka_hook_verdict_t *v)
 {
@@ -147,7 +167,9 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
                             .max_frame = ka_server_config(c->srv)->max_frame_bytes,
                             .policy = a != NULL ? ka_admission_policy(a) : NULL,
                             .view = a != NULL ? ka_admission_view(a) : NULL,
-                            .principal = hdr->origin ? hdr->origin->principal : NULL};
+                            .principal = hdr->origin ? hdr->origin->principal : NULL,
+                            .on_topic_judged = audit_topic_cb,
+                            .on_topic_judged_arg = (void *)hdr};
 
         ids = known_brokers(c, &ctx.broker_count);
         ctx.broker_ids = ids;

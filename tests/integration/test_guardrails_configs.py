@@ -45,7 +45,8 @@ POLICY = {
         {"match": "audit-a\\..*", "configs": BOUNDS, "enforcement": "audit"},
     ],
 }
-RULE = "rule 'team-a\\..*'"
+RULE_NAME = "team-a\\..*"
+RULE = f"rule '{RULE_NAME}'"
 
 
 def uniq(prefix: str) -> str:
@@ -96,6 +97,18 @@ class Env:
 
     def sidecar_logs(self) -> str:
         return "".join(s.log.read_text(errors="replace") for s in self.sc.items)
+
+    def audit_events(self, topic: str) -> list[dict]:
+        events = []
+        for line in self.sidecar_logs().splitlines():
+            if line.startswith("{") and '"audit"' in line:
+                try:
+                    e = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if e.get("msg") == "audit" and e.get("resource") == topic:
+                    events.append(e)
+        return events
 
 
 def refused(p: subprocess.CompletedProcess, *needles: str) -> None:
@@ -178,6 +191,13 @@ def test_kafka_configs_add_config_past_the_maximum_is_refused_and_changes_nothin
                "set retention.ms to at most 604800000")
     held = env.broker_config(bounded)
     assert "retention.ms=86400000" in held and "700000000" not in held, held
+    # The refusal is an audit event naming the API, the topic, the rule and the verdict.
+    deadline = time.monotonic() + 15
+    while not (events := env.audit_events(bounded)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert any(e.get("api") == "IncrementalAlterConfigs" and e.get("verdict") == "reject"
+               and e.get("rule") == RULE_NAME
+               and "retention.ms" in (e.get("message") or "") for e in events), events
 
 
 def test_kafka_configs_delete_config_is_judged_at_the_broker_default(env: Env, bounded: str):
