@@ -1,5 +1,5 @@
 """One kadmit process run by a test with its own flags, and small tools around it: its /metrics
-and /readyz, its memory (/proc), a plain TCP relay (to cut one path to a real broker), and a
+and /readyz and /v1/admission, its memory (/proc), a plain TCP relay (to cut one path to a real broker), and a
 well-behaved bystander client that keeps using a connection while a test misbehaves on another.
 
 Used by test_robustness.py and test_memory_bound.py; the soak script uses the /proc helpers.

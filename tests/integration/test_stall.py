@@ -98,7 +98,7 @@ def st():
         c.start()
         k.start()
         deadline = time.monotonic() + 60
-        while k.http("/readyz")[0] != 200:
+        while k.http("/v1/admission")[0] != 200:
             assert time.monotonic() < deadline, "kadmit never became ready:\n" + k.log_text()[-3000:]
             time.sleep(0.2)
         yield d, c, k
