@@ -122,6 +122,15 @@ static const metric_row_t rows[] = {
          "Cluster-view refreshes by the metadata client, by result (ok: a view was built)."),
     LROW("metadata_refreshes_total", "result=\"failed\"", metadata_refresh_failures, "counter",
          NULL),
+    ROW("cluster_view_partial", view_partial, "gauge",
+        "1 while the cluster view may be partial (the broker hosts replicas the view lacks, or "
+        "the check is refused); enforce mode then refuses admission requests."),
+    LROW("cluster_view_checks_total", "result=\"complete\"", view_checks_complete, "counter",
+         "Checks of the cluster view against the broker's log directories, by result."),
+    LROW("cluster_view_checks_total", "result=\"missing\"", view_checks_missing, "counter", NULL),
+    LROW("cluster_view_checks_total", "result=\"unauthorized\"", view_checks_unauthorized,
+         "counter", NULL),
+    LROW("cluster_view_checks_total", "result=\"failed\"", view_checks_failed, "counter", NULL),
     ROW("loop_turns_over_1ms_total", loop_turns_over_1ms, "counter",
         "Turns of the forwarding loop that ran over 1 ms."),
     ROW("loop_control_turns_over_1ms_total", control_turns_over_1ms, "counter",
@@ -196,6 +205,7 @@ const char *ka_adm_reason_name(enum ka_reason r)
         [KA_REASON_UNKNOWN_BROKER] = "unknown_broker",
         [KA_REASON_LEDGER_UNAVAILABLE] = "ledger_unavailable",
         [KA_REASON_CONCURRENT] = "concurrent",
+        [KA_REASON_PARTIAL_VIEW] = "partial_view",
     };
     return (unsigned)r < KA_REASON_COUNT ? names[r] : "?";
 }

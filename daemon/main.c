@@ -223,6 +223,12 @@ static bool admission_health(admin_state_t *st, char *why, size_t len)
                  now - ka_cluster_taken_at_ms(view), ka_policy_metadata_max_staleness_ms(policy));
         return false;
     }
+    /* Audit mode judges on and flags its verdicts; enforce mode refuses. */
+    if (ka_cluster_partial_reason(view) != NULL &&
+        ka_policy_enforcement(policy) == KA_ENFORCEMENT_ENFORCE) {
+        snprintf(why, len, "the cluster view may be partial: %s", ka_cluster_partial_reason(view));
+        return false;
+    }
     if (!ka_admission_ledger_usable(a)) {
         snprintf(why, len, "the admission ledger (topic %s) is not being read yet",
                  ka_server_config(srv)->ledger_topic);

@@ -19,6 +19,7 @@ enum ka_reason {
     KA_REASON_UNKNOWN_BROKER,     /* the view does not know a broker the item names */
     KA_REASON_LEDGER_UNAVAILABLE, /* the cluster-wide ledger could not be reached */
     KA_REASON_CONCURRENT,         /* earlier admissions elsewhere took the headroom */
+    KA_REASON_PARTIAL_VIEW,       /* the view may lack topics kadmit may not Describe */
     KA_REASON_COUNT
 };
 

@@ -55,6 +55,7 @@ CODEC_APIS = [
     "DeleteTopics",
     "AlterConfigs",
     "StreamsGroupHeartbeat",
+    "DescribeLogDirs",
 ]
 
 # The highest version kadmit decodes of each API it judges or reads: the

@@ -14,7 +14,6 @@ has a cluster view. The test asserts that:
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import sys
 import tempfile
@@ -28,7 +27,7 @@ sys.path.insert(0, str(HERE))
 
 import clients  # noqa: E402
 import kafka_wire  # noqa: E402
-from kadmit_proc import Kadmit  # noqa: E402
+from kadmit_proc import Kadmit, one_sidecar_module  # noqa: E402
 from kafka_cluster import HOST, KafkaCluster, kadmit_bin, port_base  # noqa: E402
 from test_stall import create_topics_frame  # noqa: E402
 
@@ -65,19 +64,9 @@ def rd():
     k = Kadmit(binary, d, "kadmit", n.sidecar_port, n.client_port, n.admin_port,
                "--policy", str(policy), "--ledger", "off",
                "--metadata-upstream", f"{HOST}:{free_port()}")
-    ok = False
-    try:
-        c.start()
+    with one_sidecar_module(d, "readiness", c, k):
         k.start()
         yield c, k
-        ok = True
-    finally:
-        k.stop()
-        c.stop()
-        if ok and not k.sanitizer_reports():
-            shutil.rmtree(d, ignore_errors=True)
-        else:
-            sys.stderr.write(f"\nreadiness: cluster dir kept: {d}\n")
 
 
 def _produce_and_count(port: int, topic: str) -> int:
