@@ -94,8 +94,9 @@ static const metric_row_t rows[] = {
     LROW("read_pauses_total", "cause=\"pool\"", pool_waits, "counter", NULL),
     LROW("read_pauses_total", "cause=\"inflight\"", inflight_pauses, "counter", NULL),
     LROW("held_requests_closed_total", "reason=\"oversize\"", held_oversize, "counter",
-         "Connections closed while a request was held for judging, by reason: oversize (above "
-         "--max-held-request), timeout (not whole within --held-request-timeout-ms)."),
+         "Held requests refused, by reason: oversize (above --max-held-request: closed, or "
+         "answered with an error where one top-level error can say it), timeout (not whole "
+         "within --held-request-timeout-ms: closed)."),
     LROW("held_requests_closed_total", "reason=\"timeout\"", held_timeouts, "counter", NULL),
     ROW("unknown_api_keys_total", unknown_api_keys, "counter",
         "Requests with an API key kadmit does not know, passed through."),
