@@ -154,13 +154,23 @@ typedef struct ka_admin_ops {
     const struct ka_metrics *(*metrics_get)(void *ctx);
     /* Appends the proxy's own metrics in Prometheus text format 0.0.4. */
     int (*metrics_render)(void *ctx, ka_admin_buf_t *out);
-    /* True when kadmit can serve clients; otherwise a sentence in why. */
+    /* True when kadmit can forward (GET /readyz); otherwise a sentence in why. */
     bool (*ready)(void *ctx, char *why, size_t len);
+    /* Optional: whether admission can decide now (GET /v1/admission), a
+     * ka_admin_admission_t; when unhealthy, a sentence in why. */
+    int (*admission_health)(void *ctx, char *why, size_t len);
     /* The memory pool's KIP-81 figures, for GET /v1/pool. */
     void (*pool_get)(void *ctx, ka_admin_pool_t *out);
     /* Optional: a request did not arrive whole within its timeout (for a log line). */
     void (*request_timed_out)(void *ctx, uint64_t timeout_ms);
 } ka_admin_ops_t;
+
+/* What GET /v1/admission reports; readiness (/readyz) is about forwarding only. */
+typedef enum ka_admin_admission {
+    KA_ADMIN_ADMISSION_OFF = 0, /* no --policy: nothing is judged */
+    KA_ADMIN_ADMISSION_HEALTHY = 1,
+    KA_ADMIN_ADMISSION_UNHEALTHY = 2, /* admission requests are refused */
+} ka_admin_admission_t;
 
 typedef struct ka_admin_server ka_admin_server_t;
 

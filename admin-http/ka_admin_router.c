@@ -1,6 +1,6 @@
 /*
  * ka_admin_router.c: the route table, bearer-token checks, the small
- * endpoints (/healthz, /readyz) and the response writer.
+ * endpoints (/healthz, /readyz, /v1/admission) and the response writer.
  *
  * Routing is a fixed table: a path either names a resource or is 404; a
  * known resource with the wrong method is 405 with Allow. Mutations are
@@ -45,6 +45,8 @@ static void handle_healthz(ka_admin_context_t *ctx, const ka_admin_request_t *re
                            ka_admin_response_t *res);
 static void handle_readyz(ka_admin_context_t *ctx, const ka_admin_request_t *req, const char *arg,
                           ka_admin_response_t *res);
+static void handle_admission(ka_admin_context_t *ctx, const ka_admin_request_t *req,
+                             const char *arg, ka_admin_response_t *res);
 static void handle_pool(ka_admin_context_t *ctx, const ka_admin_request_t *req, const char *arg,
                         ka_admin_response_t *res);
 
@@ -67,6 +69,7 @@ static const struct route ROUTES[] = {
     {"/metrics", false, "GET", {{HTTP_GET, false, ka_admin_handle_metrics_get}}},
     {"/healthz", false, "GET", {{HTTP_GET, false, handle_healthz}}},
     {"/readyz", false, "GET", {{HTTP_GET, false, handle_readyz}}},
+    {"/v1/admission", false, "GET", {{HTTP_GET, false, handle_admission}}},
     {"/v1/pool", false, "GET", {{HTTP_GET, false, handle_pool}}},
     {"/v1/decisions", false, "GET", {{HTTP_GET, false, ka_admin_handle_decisions_get}}},
     /* Read-only, though a POST: it judges the body and changes nothing. */
@@ -249,6 +252,28 @@ static void handle_readyz(ka_admin_context_t *ctx, const ka_admin_request_t *req
         return;
     }
     ka_admin_response_json(res, 200, json_pack("{s:s}", "status", "ready"));
+}
+
+/* 200 while admission can decide (or is off), 503 with the reason when its
+ * requests are refused: what "the cluster view is ready" means to a test or
+ * an operator, kept apart from readiness so that pods stay in the Service. */
+static void handle_admission(ka_admin_context_t *ctx, const ka_admin_request_t *req,
+                             const char *arg, ka_admin_response_t *res)
+{
+    char why[256] = "";
+    int state = KA_ADMIN_ADMISSION_OFF;
+
+    (void)req, (void)arg;
+    if (ctx->ops->admission_health != NULL)
+        state = ctx->ops->admission_health(ctx->ops->ctx, why, sizeof(why));
+    if (state == KA_ADMIN_ADMISSION_UNHEALTHY) {
+        ka_admin_response_error(res, 503, "admission unhealthy: %s",
+                                why[0] ? why : "the proxy gave no reason");
+        return;
+    }
+    ka_admin_response_json(
+        res, 200,
+        json_pack("{s:s}", "status", state == KA_ADMIN_ADMISSION_HEALTHY ? "healthy" : "off"));
 }
 
 static void handle_pool(ka_admin_context_t *ctx, const ka_admin_request_t *req, const char *arg,

@@ -97,8 +97,9 @@ static const metric_row_t rows[] = {
     LROW("read_pauses_total", "cause=\"pool\"", pool_waits, "counter", NULL),
     LROW("read_pauses_total", "cause=\"inflight\"", inflight_pauses, "counter", NULL),
     LROW("held_requests_closed_total", "reason=\"oversize\"", held_oversize, "counter",
-         "Connections closed while a request was held for judging, by reason: oversize (above "
-         "--max-held-request), timeout (not whole within --held-request-timeout-ms)."),
+         "Held requests refused, by reason: oversize (above --max-held-request: closed, or "
+         "answered with an error where one top-level error can say it), timeout (not whole "
+         "within --held-request-timeout-ms: closed)."),
     LROW("held_requests_closed_total", "reason=\"timeout\"", held_timeouts, "counter", NULL),
     ROW("unknown_api_keys_total", unknown_api_keys, "counter",
         "Requests with an API key kadmit does not know, passed through."),
@@ -129,6 +130,15 @@ static const metric_row_t rows[] = {
          "Cluster-view refreshes by the metadata client, by result (ok: a view was built)."),
     LROW("metadata_refreshes_total", "result=\"failed\"", metadata_refresh_failures, "counter",
          NULL),
+    ROW("cluster_view_partial", view_partial, "gauge",
+        "1 while the cluster view may be partial (the broker hosts replicas the view lacks, or "
+        "the check is refused); enforce mode then refuses admission requests."),
+    LROW("cluster_view_checks_total", "result=\"complete\"", view_checks_complete, "counter",
+         "Checks of the cluster view against the broker's log directories, by result."),
+    LROW("cluster_view_checks_total", "result=\"missing\"", view_checks_missing, "counter", NULL),
+    LROW("cluster_view_checks_total", "result=\"unauthorized\"", view_checks_unauthorized,
+         "counter", NULL),
+    LROW("cluster_view_checks_total", "result=\"failed\"", view_checks_failed, "counter", NULL),
     ROW("loop_turns_over_1ms_total", loop_turns_over_1ms, "counter",
         "Turns of the forwarding loop that ran over 1 ms."),
     ROW("loop_control_turns_over_1ms_total", control_turns_over_1ms, "counter",
@@ -239,6 +249,7 @@ const char *ka_adm_reason_name(enum ka_reason r)
         [KA_REASON_RULE_BUDGET] = "rule_budget",
         [KA_REASON_PRINCIPAL_BUDGET] = "principal_budget",
         [KA_REASON_PROTECTED_TOPIC] = "protected_topic",
+        [KA_REASON_PARTIAL_VIEW] = "partial_view",
     };
     return (unsigned)r < KA_REASON_COUNT ? names[r] : "?";
 }

@@ -116,6 +116,11 @@ typedef struct ka_metrics {
     uint64_t metadata_refreshes;        /* cluster views built */
     uint64_t metadata_refresh_failures; /* refresh attempts that failed */
     uint64_t metadata_offloop_us_sum;   /* worker time decoding Metadata and building views */
+    uint64_t view_partial;              /* gauge: 1 while the view may be partial */
+    uint64_t view_checks_complete;      /* log-directory checks that found every topic */
+    uint64_t view_checks_missing;       /* checks that found replicas the view lacks */
+    uint64_t view_checks_unauthorized;  /* checks the broker refused (no Describe on CLUSTER) */
+    uint64_t view_checks_failed;        /* checks whose answer could not be read */
     uint64_t loop_turn_max_us;          /* gauge: the longest loop turn of the last ~10 s */
     uint64_t loop_turns_over_1ms;       /* loop turns that ran for over 1 ms */
     uint64_t control_turns_over_1ms;    /* turns with over 1 ms of control-plane work */

@@ -111,7 +111,7 @@ def wait_ready(procs: list[tuple], timeout: float = 60.0) -> None:
     for proc, _, admin in procs:
         while True:
             try:
-                with urllib.request.urlopen(f"http://{kc.HOST}:{admin}/readyz", timeout=2) as r:
+                with urllib.request.urlopen(f"http://{kc.HOST}:{admin}/v1/admission", timeout=2) as r:
                     if r.status == 200:
                         break
             except OSError:

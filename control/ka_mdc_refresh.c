@@ -36,6 +36,9 @@ void ka_mdc_refresh_build_work(uv_work_t *w)
     uint64_t start = uv_hrtime();
 
     f->rc = ka_view_build(&answers, &f->view, f->err, sizeof(f->err));
+    /* Linear in the broker's replicas, so here too rather than on the loop. */
+    if (f->rc == 0 && f->have_logdirs)
+        ka_logdirs_compare(f->view, f->logdirs_reader, f->logdirs_version, &f->logdirs);
     /* The view holds copies of all it needs: the decoded answers (tens of
      * MiB at a few hundred thousand partitions) are freed here, off the loop. */
     ka_arena_destroy(&f->arena);

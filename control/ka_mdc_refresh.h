@@ -15,10 +15,14 @@
 #include <uv.h>
 
 #include "ka_cluster.h"
+#include "ka_mdc_logdirs.h"
 #include "ka_pool.h"
 #include "ka_protocol.h"
 
 struct ka_mdc;
+
+/* Metadata, DescribeCluster, DescribeConfigs, DescribeLogDirs. */
+#define KA_MDC_REFRESH_FRAMES 4
 
 struct ka_mdc_refresh {
     uv_work_t work; /* work.data is the refresh */
@@ -34,13 +38,17 @@ struct ka_mdc_refresh {
     ka_cluster_t *view; /* built, until handed over */
     uint64_t work_ns;   /* worker time since the last completion */
     int64_t taken_at_ms;
-    ka_arena_t arena;     /* every decoded answer of this refresh */
-    ka_pbuf_t *frames[3]; /* the frames the decoded answers point into */
+    ka_arena_t arena;                         /* every decoded answer of this refresh */
+    ka_pbuf_t *frames[KA_MDC_REFRESH_FRAMES]; /* the frames the decoded answers point into */
     int frame_count;
     struct ka_metadata_response metadata;
     struct ka_describecluster_response cluster;
     struct ka_describeconfigs_response configs;
     int have_cluster, have_configs;
+    int asked_logdirs, have_logdirs; /* DescribeLogDirs, compared with the view on the worker */
+    ka_reader_t logdirs_reader;      /* its body after the header */
+    int16_t logdirs_version;
+    ka_logdirs_check_t logdirs;
 };
 
 /* On a worker: decodes metadata_reader into metadata (rc, err). */

@@ -6,10 +6,9 @@
  * CONNECTING (TCP, then TLS in ka_mdc_conn.c) -> VERSIONS (ApiVersions) ->
  * [SASL_HANDSHAKE -> SASL_AUTH, once per SASL round, ka_mdc_sasl.c] ->
  * IDLE; a refresh runs METADATA -> DECODING -> [CLUSTER] -> [CONFIGS] ->
- * BUILDING -> IDLE, keeping each decoded answer, and hands them to
- * ka_view_build. Any error closes the connection, reports a failed attempt
- * and reconnects after the backoff. Every request is sent in enter(), so
- * the waiting states can be read in one place.
+ * [LOGDIRS, every KA_LOGDIRS_INTERVAL_MS] -> BUILDING -> IDLE, keeping each answer, and hands them
+ * to ka_view_build. Any error closes the connection, reports a failed attempt and reconnects after
+ * the backoff. Every request is sent in enter(), so the waiting states can be read in one place.
  *
  * Off the loop: the Metadata answer grows with the cluster (tens of MiB and
  * tens of milliseconds to decode at a few hundred thousand partitions), and
@@ -58,6 +57,7 @@ enum state {
     ST_METADATA,
     ST_CLUSTER,
     ST_CONFIGS,
+    ST_LOGDIRS,
     ST_DECODING, /* a worker decodes the Metadata answer */
     ST_BUILDING  /* a worker builds the view */
 };
@@ -87,6 +87,8 @@ struct ka_mdc {
     int16_t metadata_version;
     int16_t cluster_version;
     int16_t configs_version;
+    int16_t logdirs_version;
+    ka_logdirs_state_t logdirs; /* whether the view may be partial */
 
     struct ka_mdc_refresh *refresh; /* the refresh in progress, or NULL */
     ka_broker_defaults_t defaults;  /* last known; kept across refreshes */
@@ -210,6 +212,9 @@ static int16_t awaited_api(const ka_mdc_t *c, int16_t *version)
     case ST_CONFIGS:
         *version = c->configs_version;
         return KA_DESCRIBECONFIGS_REQUEST_API_KEY;
+    case ST_LOGDIRS:
+        *version = c->logdirs_version;
+        return KA_DESCRIBELOGDIRS_REQUEST_API_KEY;
     default:
         *version = -1;
         return -1;
@@ -422,6 +427,8 @@ static void build_done(uv_work_t *w, int status)
     f->view = NULL;
     rc = f->rc;
     memcpy(err, f->err, sizeof(err));
+    int have_logdirs = f->have_logdirs;
+    ka_logdirs_check_t f_logdirs = f->logdirs;
     drop_refresh(c);
     c->st = ST_IDLE;
     c->backoff_ms = BACKOFF_MIN_MS;
@@ -432,6 +439,10 @@ static void build_done(uv_work_t *w, int status)
         c->cb(c->arg, NULL, "cannot build the view");
     } else {
         c->metrics->metadata_refreshes++;
+        if (have_logdirs) /* the view is this thread's alone until c->cb */
+            ka_logdirs_track(&c->logdirs, &f_logdirs, c->sec.username, c->name, c->metrics);
+        if (c->logdirs.partial[0])
+            ka_cluster_mark_partial(view, c->logdirs.partial);
         c->cb(c->arg, view, NULL);
         if (c->refresh_wanted)
             start_refresh(c);
@@ -439,9 +450,26 @@ static void build_done(uv_work_t *w, int status)
     done_on_loop(c, start);
 }
 
+/* Every replica of every topic in the broker's log directories (topics null). */
+static void send_logdirs(ka_mdc_t *c)
+{
+    struct ka_describelogdirs_request req;
+    ka_describelogdirs_request_init(&req);
+    req.topics.count = -1;
+    c->refresh->asked_logdirs = 1;
+    c->logdirs.last_ms = now_ms(c);
+    if (enter(c, ST_LOGDIRS, &req) < 0)
+        fail(c, "describe log dirs", "cannot send");
+}
+
 static void finish_refresh(ka_mdc_t *c)
 {
     uv_timer_stop(&c->io_timer);
+    if (c->logdirs_version >= 0 && !c->refresh->asked_logdirs &&
+        ka_logdirs_due(&c->logdirs, now_ms(c))) {
+        send_logdirs(c);
+        return;
+    }
     /* The view is built with the defaults known before this refresh's. */
     c->refresh->fallback = c->defaults;
     c->refresh->have_fallback = c->have_defaults;
@@ -482,7 +510,7 @@ static int on_versions(ka_mdc_t *c, const struct ka_apiversions_response *resp)
 {
     if (resp->error_code != 0)
         return KA_EINVALID;
-    c->metadata_version = c->cluster_version = c->configs_version = -1;
+    c->metadata_version = c->cluster_version = c->configs_version = c->logdirs_version = -1;
     for (int32_t i = 0; i < resp->api_keys.count; i++) {
         const struct ka_apiversions_response_api_version *a = &resp->api_keys.items[i];
         if (a->api_key == KA_METADATA_REQUEST_API_KEY)
@@ -491,6 +519,8 @@ static int on_versions(ka_mdc_t *c, const struct ka_apiversions_response *resp)
             c->configs_version = negotiate(a, ka_decoded_max_version(a->api_key));
         else if (a->api_key == KA_DESCRIBECLUSTER_REQUEST_API_KEY)
             c->cluster_version = negotiate(a, DESCRIBE_CLUSTER_MAX_VERSION);
+        else if (a->api_key == KA_DESCRIBELOGDIRS_REQUEST_API_KEY)
+            c->logdirs_version = negotiate(a, KA_DESCRIBELOGDIRS_REQUEST_MAX_VERSION);
     }
     if (c->cluster_version < DESCRIBE_CLUSTER_MIN_VERSION)
         c->cluster_version = -1; /* v0 cannot ask for brokers: Metadata's list stands */
@@ -593,7 +623,7 @@ static void conn_frame_cb(void *owner, ka_pbuf_t *buf, const uint8_t *body, size
     }
     uv_timer_stop(&c->io_timer);
     /* Answers a refresh keeps live in its arena, and their frame with them. */
-    int kept = c->st >= ST_METADATA && c->refresh->frame_count < 3;
+    int kept = c->st >= ST_METADATA && c->refresh->frame_count < KA_MDC_REFRESH_FRAMES;
     ka_arena_t *arena = kept ? &c->refresh->arena : &frame_arena;
     if (kept)
         c->refresh->frames[c->refresh->frame_count++] = buf;
@@ -609,6 +639,15 @@ static void conn_frame_cb(void *owner, ka_pbuf_t *buf, const uint8_t *body, size
         c->refresh->metadata_reader = r;
         c->refresh->metadata_version = ver;
         hand_to_worker(c, ST_DECODING, ka_mdc_refresh_decode_work, decode_done);
+        ka_loop_watch_charge(c->watch, ka_loop_watch_now_ns() - start);
+        return;
+    }
+    if (rc == 0 && kept && api == KA_DESCRIBELOGDIRS_REQUEST_API_KEY) {
+        /* It grows with the broker's replicas: decoded on the worker that builds the view. */
+        c->refresh->logdirs_reader = r;
+        c->refresh->logdirs_version = ver;
+        c->refresh->have_logdirs = 1;
+        finish_refresh(c);
         ka_loop_watch_charge(c->watch, ka_loop_watch_now_ns() - start);
         return;
     }

@@ -31,9 +31,14 @@
 #include "ka_status_cli.h"
 #include "ka_whatif_cli.h"
 
-/* Without --policy there is no metadata client, so readiness probes the
- * upstream with a plain TCP connect this often. */
+/* Readiness is about forwarding: a plain TCP connect to the upstream broker
+ * this often says whether it accepts connections. The metadata client's
+ * state is not used, since admission being unable to decide does not stop
+ * forwarding (that is the kadmit_admission_healthy gauge). */
 #define ADMIN_PROBE_INTERVAL_MS 1000
+/* A connect still pending after this long counts as unreachable (a broker
+ * whose host drops packets never refuses). */
+#define ADMIN_PROBE_TIMEOUT_MS 3000
 
 static ka_policy_reload_t policy_reload;
 
@@ -46,9 +51,10 @@ typedef struct admin_state {
     uv_timer_t probe_timer;
     uv_tcp_t probe_tcp;
     uv_connect_t probe_req;
-    int probe_started; /* the timer is initialised */
-    int probe_busy;    /* probe_tcp is open (connecting or closing) */
-    int reachable;     /* the last probe connected */
+    int probe_started;         /* the timer is initialised */
+    int probe_busy;            /* probe_tcp is open (connecting or closing) */
+    uint64_t probe_started_ms; /* when the pending connect began */
+    int reachable;             /* the last probe connected */
     int closed;
     int health_known; /* admission_healthy was set once */
 } admin_state_t;
@@ -218,6 +224,12 @@ static bool admission_health(admin_state_t *st, char *why, size_t len)
                  now - ka_cluster_taken_at_ms(view), ka_policy_metadata_max_staleness_ms(policy));
         return false;
     }
+    /* Audit mode judges on and flags its verdicts; enforce mode refuses. */
+    if (ka_cluster_partial_reason(view) != NULL &&
+        ka_policy_enforcement(policy) == KA_ENFORCEMENT_ENFORCE) {
+        snprintf(why, len, "the cluster view may be partial: %s", ka_cluster_partial_reason(view));
+        return false;
+    }
     if (!ka_admission_ledger_usable(a)) {
         snprintf(why, len, "the admission ledger (topic %s) is not being read yet",
                  ka_server_config(srv)->ledger_topic);
@@ -226,6 +238,8 @@ static bool admission_health(admin_state_t *st, char *why, size_t len)
     return true;
 }
 
+/* Ready means this sidecar can forward: it is not draining and its broker
+ * accepts connections (the listener is bound before the admin API starts). */
 static bool op_ready(void *ctx, char *why, size_t len)
 {
     admin_state_t *st = ctx;
@@ -234,14 +248,22 @@ static bool op_ready(void *ctx, char *why, size_t len)
         snprintf(why, len, "draining connections before exit");
         return false;
     }
-    if (admission_of(st) == NULL) {
-        if (!st->reachable) {
-            snprintf(why, len, "the broker at %s is not reachable", ka_server_upstream_name(srv));
-            return false;
-        }
-        return true;
+    if (!st->reachable) {
+        snprintf(why, len, "the broker at %s does not accept connections",
+                 ka_server_upstream_name(srv));
+        return false;
     }
-    return admission_health(st, why, len);
+    return true;
+}
+
+/* GET /v1/admission: whether admission can decide now; off without --policy. */
+static int op_admission_health(void *ctx, char *why, size_t len)
+{
+    admin_state_t *st = ctx;
+    if (admission_of(st) == NULL)
+        return KA_ADMIN_ADMISSION_OFF;
+    return admission_health(st, why, len) ? KA_ADMIN_ADMISSION_HEALTHY
+                                          : KA_ADMIN_ADMISSION_UNHEALTHY;
 }
 
 /* The kadmit_admission_healthy gauge, and a log line when it changes. */
@@ -279,11 +301,18 @@ static void probe_connect_cb(uv_connect_t *req, int status)
 static void probe_timer_cb(uv_timer_t *t)
 {
     admin_state_t *st = t->data;
-    if (st->probe_busy || st->closed)
+    uint64_t now = uv_now(t->loop);
+    if (st->closed)
         return;
+    if (st->probe_busy) {
+        if (now - st->probe_started_ms >= ADMIN_PROBE_TIMEOUT_MS)
+            st->reachable = 0;
+        return;
+    }
     if (uv_tcp_init(ka_server_loop(st->srv), &st->probe_tcp) < 0)
         return;
     st->probe_busy = 1;
+    st->probe_started_ms = now;
     st->probe_tcp.data = st;
     st->probe_req.data = st;
     if (uv_tcp_connect(&st->probe_req, &st->probe_tcp, ka_server_upstream_addr(st->srv),
@@ -326,6 +355,7 @@ static const ka_admin_ops_t admin_ops = {
     .metrics_render = op_metrics_render,
     .metrics_get = op_metrics_get,
     .ready = op_ready,
+    .admission_health = op_admission_health,
     .pool_get = op_pool_get,
     .request_timed_out = op_request_timed_out,
 };
@@ -343,17 +373,15 @@ static int admin_start(admin_state_t *st, ka_admin_ops_t *ops, const ka_config_t
         if (st->ps->cluster)
             ops->policy_submit = op_policy_submit;
     }
-    if (ka_server_admission(st->srv) == NULL) {
-        if (ka_policy_new_default(0, &st->fallback) < 0) {
-            snprintf(err, errlen, "out of memory");
-            return KA_ENOMEM;
-        }
-        uv_timer_init(ka_server_loop(st->srv), &st->probe_timer);
-        st->probe_timer.data = st;
-        st->probe_started = 1;
-        uv_timer_start(&st->probe_timer, probe_timer_cb, 0, ADMIN_PROBE_INTERVAL_MS);
-        uv_unref((uv_handle_t *)&st->probe_timer);
+    if (ka_server_admission(st->srv) == NULL && ka_policy_new_default(0, &st->fallback) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return KA_ENOMEM;
     }
+    uv_timer_init(ka_server_loop(st->srv), &st->probe_timer);
+    st->probe_timer.data = st;
+    st->probe_started = 1;
+    uv_timer_start(&st->probe_timer, probe_timer_cb, 0, ADMIN_PROBE_INTERVAL_MS);
+    uv_unref((uv_handle_t *)&st->probe_timer);
     ka_config_admin_address(cfg, addr, sizeof(addr));
     char why[400] = "";
     int rc = ka_admin_server_start(ka_server_loop(st->srv), addr, &acfg, ops, &st->server, why,

@@ -19,6 +19,7 @@
 #include "ka_cluster.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +68,7 @@ struct ka_cluster {
     struct ka_partition *partitions; /* finished: every topic's, densely */
     size_t partition_slots;
     int64_t total_partitions;
+    char partial[KA_CLUSTER_PARTIAL_MAX]; /* why the view may be partial; empty when complete */
 };
 
 /* The builder is a view under construction; only finish hands it out. */
@@ -566,6 +568,16 @@ void ka_cluster_unref(ka_cluster_t *c)
 int64_t ka_cluster_taken_at_ms(const ka_cluster_t *c)
 {
     return c->taken_at_ms;
+}
+
+void ka_cluster_mark_partial(ka_cluster_t *c, const char *why)
+{
+    snprintf(c->partial, sizeof(c->partial), "%s", why);
+}
+
+const char *ka_cluster_partial_reason(const ka_cluster_t *c)
+{
+    return c->partial[0] ? c->partial : NULL;
 }
 
 const ka_broker_defaults_t *ka_cluster_broker_defaults(const ka_cluster_t *c)

@@ -106,6 +106,18 @@ ka_cluster_t *ka_cluster_ref(ka_cluster_t *cluster);
 void ka_cluster_unref(ka_cluster_t *cluster);
 
 int64_t ka_cluster_taken_at_ms(const ka_cluster_t *cluster);
+
+/*
+ * A view may be partial: Metadata leaves out the topics the metadata
+ * principal may not Describe, and a view without them undercounts. The
+ * metadata client checks that against the broker's own log directories and
+ * marks the view, on the one thread that holds it, before handing it over;
+ * after that it never changes. The sentence says why and what to grant.
+ */
+#define KA_CLUSTER_PARTIAL_MAX 400
+void ka_cluster_mark_partial(ka_cluster_t *cluster, const char *why);
+/* Why the view may be partial, or NULL when nothing says it is. */
+const char *ka_cluster_partial_reason(const ka_cluster_t *cluster);
 /* The bytes the view holds (its arrays and names), for sizing and /metrics. */
 size_t ka_cluster_memory(const ka_cluster_t *cluster);
 const ka_broker_defaults_t *ka_cluster_broker_defaults(const ka_cluster_t *cluster);

@@ -80,7 +80,9 @@ int ka_work_init(struct ka_work *w, const ka_decision_context_t *ctx)
 
     *w = (struct ka_work){.ctx = ctx};
     ka_reservations_expire(ctx->ledger, ctx->now_ms);
-    w->stale = ka_engine_view_is_stale(ctx->policy, view, ctx->now_ms);
+    /* A view that may be partial fails closed as a stale one does (ka_work_stale). */
+    w->stale = ka_engine_view_is_stale(ctx->policy, view, ctx->now_ms) ||
+               ka_cluster_partial_reason(view) != NULL;
     w->audit = ka_policy_enforcement(ctx->policy) == KA_ENFORCEMENT_AUDIT;
     w->principal_name =
         ctx->principal != NULL ? ctx->principal : ka_policy_unknown_principal(ctx->policy);
@@ -174,8 +176,17 @@ int ka_work_stale(const struct ka_work *w, ka_verdict_t *v)
 {
     const ka_decision_context_t *ctx = w->ctx;
 
-    v->reason = ctx->view == NULL ? KA_REASON_NO_VIEW : KA_REASON_STALE_VIEW;
-    if (ctx->view == NULL)
+    bool old = ka_engine_view_is_stale(ctx->policy, ctx->view, ctx->now_ms);
+
+    v->reason = ctx->view == NULL ? KA_REASON_NO_VIEW
+                : old             ? KA_REASON_STALE_VIEW
+                                  : KA_REASON_PARTIAL_VIEW;
+    if (!old)
+        v->message = ka_message_format(
+            "Cannot decide on this request: kadmit's cluster view may be partial (%s), so it "
+            "rejects requests that create or move partitions rather than undercount.",
+            ka_cluster_partial_reason(ctx->view));
+    else if (ctx->view == NULL)
         v->message = ka_message_format(
             "Cannot decide on this request: kadmit has no view of the cluster yet, so it rejects "
             "requests that create or move partitions until its first metadata refresh succeeds. "

@@ -71,6 +71,7 @@ typedef struct ka_wreq {
 enum ka_frame_route {
     KA_ROUTE_PASS = 0, /* written to the peer from the read buffer */
     KA_ROUTE_HOLD,     /* copied into a whole-frame buffer for a handler */
+    KA_ROUTE_DISCARD,  /* an oversize held request: read and dropped, answered locally */
 };
 
 /* Reasons a leg is not reading; reading resumes when all are clear. */
@@ -282,7 +283,13 @@ void ka_relay_release(ka_leg_t *leg);
 int ka_relay_hold_grow(ka_leg_t *leg);
 void ka_relay_hold_wait(ka_leg_t *leg);
 /* A held request above --max-held-request: logged, counted, closed (1); 0 otherwise. */
+/* 0: the request fits; 1: closed; KA_HOLD_DISCARD: drop its bytes, then
+ * ka_relay_answer_oversize once it has ended. */
+#define KA_HOLD_DISCARD 2
 int ka_relay_refuse_oversize_hold(ka_session_t *s, const ka_frame_header_t *h);
+/* Queues the local answer of a discarded oversize request (its header in
+ * leg->hold_hdr); 0, or a negative error after which the session closes. */
+int ka_relay_answer_oversize(ka_leg_t *leg);
 uint8_t *ka_relay_carry_alloc(void *ctx, size_t n);
 void ka_relay_carry_release(void *ctx, uint8_t *p);
 /* Frees a handler's per-request state held by an in-flight entry, if any. */

@@ -341,10 +341,18 @@ static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, s
     }
 
     /* HOLD: everything before this frame goes out now; the frame waits. */
-    if (src->is_client && ka_relay_refuse_oversize_hold(s, h)) {
+    int oversize = src->is_client ? ka_relay_refuse_oversize_hold(s, h) : 0;
+    if (oversize) {
         if (ev->carried != NULL)
             ka_pbuf_unref(&s->server->pool, ka_pbuf_of(ev->carried));
-        return STEP_CLOSED;
+        if (oversize != KA_HOLD_DISCARD)
+            return STEP_CLOSED;
+        ka_output_add(dst, pb, *run, a); /* the frame's own bytes are dropped */
+        *run = b;
+        src->route = KA_ROUTE_DISCARD;
+        src->hold_total = 4 + (size_t)(uint32_t)h->size;
+        src->hold_hdr = *h;
+        return STEP_GO;
     }
     s->server->metrics.frames_intercepted++;
     ka_output_add(dst, pb, *run, a);
@@ -382,9 +390,11 @@ static void route_bytes(ka_leg_t *src, ka_pbuf_t *pb, size_t *run, size_t a, siz
     if (src->route == KA_ROUTE_PASS || b == a)
         return;
     ka_output_add(src->peer, pb, *run, a);
+    *run = b;
+    if (src->route == KA_ROUTE_DISCARD)
+        return;
     memcpy(src->hold->data + src->hold_len, pb->data + a, b - a);
     src->hold_len += b - a;
-    *run = b;
 }
 
 static void deferred_wake(void *arg)
@@ -581,7 +591,14 @@ static enum step on_end(ka_leg_t *src, ka_pbuf_t *pb, size_t *run, size_t off)
         src->frame_is_handshake = 0;
         s->server->metrics.frames_client_to_broker++;
         int deferred = 0;
-        if (src->route == KA_ROUTE_HOLD) {
+        if (src->route == KA_ROUTE_DISCARD) {
+            src->route = KA_ROUTE_PASS;
+            if (ka_relay_answer_oversize(src) < 0) {
+                s->events->close(s, KA_LOG_WARN, "cannot answer an oversize request", NULL);
+                return STEP_CLOSED;
+            }
+            write_due_answers(s);
+        } else if (src->route == KA_ROUTE_HOLD) {
             st = release_held(src);
             if (st == STEP_DEFER)
                 deferred = 1;

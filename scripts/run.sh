@@ -68,11 +68,12 @@ base="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("po
     "$state/cluster.json")"
 bootstrap="127.0.0.1:$((9091 + base)),127.0.0.1:$((9092 + base)),127.0.0.1:$((9093 + base))"
 topics=(tests/kafka/bin/kafka-topics --bootstrap-server "$bootstrap")
-# Admission waits until every sidecar has read kadmit's ledger and limits topics (/readyz).
+# Admission waits until every sidecar has read kadmit's ledger and limits topics (/v1/admission;
+# /readyz says only that a sidecar forwards).
 for port in $((15091 + base)) $((15092 + base)) $((15093 + base)); do
     for _ in $(seq 1 120); do
         python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' \
-            "http://127.0.0.1:$port/readyz" 2>/dev/null && break
+            "http://127.0.0.1:$port/v1/admission" 2>/dev/null && break
         sleep 0.5
     done
 done

@@ -56,6 +56,7 @@ CODEC_APIS = [
     "AlterConfigs",
     "StreamsGroupHeartbeat",
     "DeleteRecords",
+    "DescribeLogDirs",
 ]
 
 # The highest version kadmit decodes of each API it judges or reads: the

@@ -183,6 +183,28 @@ static int alterconfigs_response_encode_any(ka_writer_t *w, int16_t version, con
     return ka_alterconfigs_response_encode(w, version, in);
 }
 
+static int describelogdirs_request_decode_any(
+    ka_reader_t *r, int16_t version, ka_arena_t *arena, void *out)
+{
+    return ka_describelogdirs_request_decode(r, version, arena, out);
+}
+
+static int describelogdirs_request_encode_any(ka_writer_t *w, int16_t version, const void *in)
+{
+    return ka_describelogdirs_request_encode(w, version, in);
+}
+
+static int describelogdirs_response_decode_any(
+    ka_reader_t *r, int16_t version, ka_arena_t *arena, void *out)
+{
+    return ka_describelogdirs_response_decode(r, version, arena, out);
+}
+
+static int describelogdirs_response_encode_any(ka_writer_t *w, int16_t version, const void *in)
+{
+    return ka_describelogdirs_response_encode(w, version, in);
+}
+
 static int saslauthenticate_request_decode_any(
     ka_reader_t *r, int16_t version, ka_arena_t *arena, void *out)
 {
@@ -353,6 +375,10 @@ const struct ka_codec ka_codecs[] = {
      alterconfigs_request_decode_any, alterconfigs_request_encode_any},
     {33, KA_RESPONSE, "AlterConfigsResponse", 0, 2, sizeof(struct ka_alterconfigs_response),
      alterconfigs_response_decode_any, alterconfigs_response_encode_any},
+    {35, KA_REQUEST, "DescribeLogDirsRequest", 1, 5, sizeof(struct ka_describelogdirs_request),
+     describelogdirs_request_decode_any, describelogdirs_request_encode_any},
+    {35, KA_RESPONSE, "DescribeLogDirsResponse", 1, 5, sizeof(struct ka_describelogdirs_response),
+     describelogdirs_response_decode_any, describelogdirs_response_encode_any},
     {36, KA_REQUEST, "SaslAuthenticateRequest", 0, 2, sizeof(struct ka_saslauthenticate_request),
      saslauthenticate_request_decode_any, saslauthenticate_request_encode_any},
     {36, KA_RESPONSE, "SaslAuthenticateResponse", 0, 2, sizeof(struct ka_saslauthenticate_response),

@@ -27,6 +27,8 @@
 #include "ka_describeconfigs_response.h"
 #include "ka_alterconfigs_request.h"
 #include "ka_alterconfigs_response.h"
+#include "ka_describelogdirs_request.h"
+#include "ka_describelogdirs_response.h"
 #include "ka_saslauthenticate_request.h"
 #include "ka_saslauthenticate_response.h"
 #include "ka_createpartitions_request.h"

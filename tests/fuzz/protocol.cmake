@@ -16,7 +16,7 @@ endfunction()
 foreach(api apiversions:18 metadata:3 createtopics:19 createpartitions:37
             alterpartitionreassignments:45 describeconfigs:32 incrementalalterconfigs:44
             saslhandshake:17 saslauthenticate:36 describecluster:60 deletetopics:20
-            alterconfigs:33 streamsgroupheartbeat:88 deleterecords:21)
+            alterconfigs:33 streamsgroupheartbeat:88 deleterecords:21 describelogdirs:35)
   string(REPLACE ":" ";" parts ${api})
   list(GET parts 0 api_name)
   list(GET parts 1 api_key)

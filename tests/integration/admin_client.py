@@ -91,10 +91,12 @@ def spawn_sidecar(s, policy, token_file, *extra: str, timeout: float = 15.0) -> 
 
 
 def wait_ready(port: int, timeout: float = 60.0) -> None:
+    """Waits until admission can decide (GET /v1/admission answers 200): a fresh cluster view,
+    the limits topic and the ledger read. /readyz says only that the sidecar can forward."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            status, doc = get_json(port, "/readyz")
+            status, doc = get_json(port, "/v1/admission")
         except OSError as e:
             status, doc = 0, {"error": repr(e)}
         if status == 200:

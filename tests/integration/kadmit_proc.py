@@ -1,5 +1,5 @@
 """One kadmit process run by a test with its own flags, and small tools around it: its /metrics
-and /readyz, its memory (/proc), a plain TCP relay (to cut one path to a real broker), and a
+and /readyz and /v1/admission, its memory (/proc), a plain TCP relay (to cut one path to a real broker), and a
 well-behaved bystander client that keeps using a connection while a test misbehaves on another.
 
 Used by test_robustness.py and test_memory_bound.py; the soak script uses the /proc helpers.
@@ -7,8 +7,11 @@ Used by test_robustness.py and test_memory_bound.py; the soak script uses the /p
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shutil
+import sys
 import selectors
 import signal
 import socket
@@ -154,6 +157,25 @@ class Kadmit:
     def sanitizer_reports(self) -> list[str]:
         return [line for line in self.log_text().splitlines()
                 if any(p in line for p in SANITIZER_PATTERNS)]
+
+
+@contextlib.contextmanager
+def one_sidecar_module(d: Path, label: str, cluster, k: Kadmit):
+    """Around a module fixture's yield: starts `cluster`, stops `k` and `cluster` afterwards, and
+    removes `d` unless the fixture failed or kadmit reported a sanitizer finding (then says where
+    `d` is)."""
+    ok = False
+    try:
+        cluster.start()
+        yield
+        ok = True
+    finally:
+        k.stop()
+        cluster.stop()
+        if ok and not k.sanitizer_reports():
+            shutil.rmtree(d, ignore_errors=True)
+        else:
+            sys.stderr.write(f"\n{label}: cluster dir kept: {d}\n")
 
 
 class TcpRelay:

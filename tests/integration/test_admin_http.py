@@ -3,8 +3,9 @@
 --admin-token-file; sidecars 1 and 2 persist API changes into their (writable) policy files,
 sidecar 3 keeps them in a --state-file beside a read-only policy file, as with a ConfigMap.
 
-The sidecars start before the brokers, so /readyz is seen answering 503 (no cluster view yet)
-and then 200 once the metadata client has built its first view. A limit lowered with
+The sidecars start before the brokers, so /readyz is seen answering 503 (the broker does not
+accept connections) and /v1/admission 503 (no cluster view yet), then both 200 once the brokers
+are up and the metadata client has built its first view. A limit lowered with
 PUT /v1/limits/brokers/2 from curl is then enforced on the next kafka-topics --create that
 needs broker 2 (error 88, KIP-578's message), and still after every sidecar restarted.
 /metrics is read with prometheus_client's parser.
@@ -102,13 +103,16 @@ def env(request):
         yield e
 
 
-def test_readyz_before_and_after_the_first_cluster_view(env: Env):
+def test_readiness_and_admission_before_and_after_the_brokers_start(env: Env):
     port = env.admin_port(1)
     status, _, body = http(port, "GET", "/healthz")
     assert status == 200 and json.loads(body) == {"status": "ok"}
     status, doc = get_json(port, "/readyz")
     assert status == 503, doc
-    assert doc["error"].startswith("not ready: "), doc
+    assert doc["error"].startswith("not ready: the broker at "), doc
+    status, doc = get_json(port, "/v1/admission")
+    assert status == 503, doc
+    assert doc["error"].startswith("admission unhealthy: "), doc
     status, doc = get_json(port, "/v1/brokers")
     assert status == 503, doc
 
@@ -116,13 +120,14 @@ def test_readyz_before_and_after_the_first_cluster_view(env: Env):
     deadline = time.monotonic() + 60
     for s in env.sc.items:
         while True:
-            status, doc = get_json(env.admin_port(s.node.id), "/readyz")
+            status, doc = get_json(env.admin_port(s.node.id), "/v1/admission")
             if status == 200:
                 break
             assert s.proc.alive(), tail(s.log)
             assert time.monotonic() < deadline, f"kadmit {s.node.id} never ready: {doc}"
             time.sleep(0.2)
-        assert doc == {"status": "ready"}
+        assert doc == {"status": "healthy"}
+        assert get_json(env.admin_port(s.node.id), "/readyz") == (200, {"status": "ready"})
     status, _, _ = http(port, "GET", "/healthz")
     assert status == 200
     # Ready means a fresh cluster view exists, not that every broker had

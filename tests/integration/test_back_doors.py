@@ -253,6 +253,7 @@ def test_metadata_v1_auto_creation_within_the_limit_goes_on_unchanged_on_kafka_3
 
 def test_admission_health_is_a_gauge_beside_readiness(bd):
     assert bd.k.http("/readyz")[0] == 200
+    assert bd.k.http("/v1/admission")[0] == 200
     assert bd.k.metric("kadmit_admission_healthy") == 1
     assert "admission healthy" in bd.k.wait_log("admission healthy")
 

@@ -73,7 +73,7 @@ class CW:
 
     def spawn(self, s: Sidecar, policy: Path | None = None, *extra: str,
               ready: bool = True) -> None:
-        """Starts a sidecar; waits for /readyz (a view, and the ledger read), or with
+        """Starts a sidecar; waits for /v1/admission (a view, and the ledger read), or with
         ready=False only for its first cluster view."""
         env = dict(os.environ)
         env.setdefault("ASAN_OPTIONS", "abort_on_error=0:halt_on_error=1:detect_leaks=1")
@@ -532,8 +532,9 @@ def test_ledger_unreachable_enforce_rejects_audit_forwards(cw: CW):
     cw.wait_topics([data])
     try:
         cw.spawn(s4, policy4, "--ledger-bootstrap", f"{HOST}:{closed}", ready=False)
-        status, doc = get_json(node4.admin_port, "/readyz")
-        assert status == 503, doc  # not ready without its ledger, yet it forwards
+        status, doc = get_json(node4.admin_port, "/v1/admission")
+        assert status == 503, doc  # admission cannot decide without its ledger, yet it forwards
+        assert get_json(node4.admin_port, "/readyz")[0] == 200
         cw.wait_limits(node4.admin_port, limits)
         t = uniq("noledger")
         t0 = time.monotonic()

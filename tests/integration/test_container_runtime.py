@@ -455,9 +455,11 @@ def test_kadmit_runs_as_the_container_runs_it(broker, runtime, tmp_path):
     sidecar = Sidecar(rt, kadmit_bin(), tmp_path)
     sidecar.start()
     try:
-        # Readiness: the metadata client has a fresh cluster view from the broker.
+        # Readiness: the sidecar forwards to its broker; then admission has a fresh cluster view.
         wait_for("GET /readyz answers 200", lambda: http_call(admin, "GET", "/readyz")[0] == 200,
                  30, sidecar)
+        wait_for("GET /v1/admission answers 200",
+                 lambda: http_call(admin, "GET", "/v1/admission")[0] == 200, 30, sidecar)
         assert http_call(admin, "GET", "/healthz")[0] == 200
         assert sidecar.healthcheck() == 0, "the image's HEALTHCHECK failed"
         # kadmit's user reads the policy through the ConfigMap symlinks.

@@ -30,36 +30,13 @@ import clients  # noqa: E402
 from admin_client import get_json, spawn_sidecar, wait_ready  # noqa: E402
 from kafka_cluster import HOST, KafkaCluster, Sidecars, kadmit_bin, own_cluster  # noqa: E402
 from kafka_cluster import port_base, port_open, tool  # noqa: E402
+from sasl_acl_cluster import SaslAclCluster  # noqa: E402
 
 TOKEN = "it-" + uuid.uuid4().hex
 FILE_LIMIT = 1000
 USERS = {"admin": "admin-secret", "bob": "bob-secret"}
 REJECT = "Cannot satisfy request without exceeding the max.broker.partitions limit"
 MBP = "max.broker.partitions"
-
-
-class SaslAclCluster(KafkaCluster):
-    """The base cluster with SCRAM on CLIENT and Kafka's StandardAuthorizer."""
-
-    def __init__(self, directory: Path, port_base_: int):
-        super().__init__(directory, brokers=3, port_base_=port_base_)
-        for user, pw in USERS.items():
-            self.format_args += ["--add-scram", f"SCRAM-SHA-512=[name={user},password={pw}]"]
-
-    def write_configs(self) -> None:
-        super().write_configs()
-        for n in self.nodes:
-            text = n.config.read_text().replace("CLIENT:PLAINTEXT", "CLIENT:SASL_PLAINTEXT")
-            text += "".join(f"{k}={v}\n" for k, v in {
-                "sasl.enabled.mechanisms": "SCRAM-SHA-512",
-                "listener.name.client.scram-sha-512.sasl.jaas.config":
-                    "org.apache.kafka.common.security.scram.ScramLoginModule required;",
-                "authorizer.class.name":
-                    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                "super.users": "User:ANONYMOUS;User:admin",
-                "allow.everyone.if.no.acl.found": "false",
-            }.items())
-            n.config.write_text(text)
 
 
 class Env:
@@ -136,7 +113,7 @@ def confluent_admin(env: Env, user: str = "admin"):
 @pytest.fixture(scope="module")
 def env(request):
     d = Path(tempfile.mkdtemp(prefix="kadmit-kip578-"))
-    c = SaslAclCluster(d, port_base() + 360)
+    c = SaslAclCluster(d, port_base() + 360, USERS)
     busy = [p for n in c.nodes for p in (n.sidecar_port, n.admin_port, n.client_port)
             if port_open(p)]
     if busy or not kadmit_bin().exists():

@@ -119,7 +119,7 @@ def test_sidecars_create_the_ledger_topic_once(led):
     for s in led.sc.items:
         while True:
             try:
-                with urllib.request.urlopen(f"http://{s.admin}/readyz", timeout=5) as r:
+                with urllib.request.urlopen(f"http://{s.admin}/v1/admission", timeout=5) as r:
                     assert r.status == 200
                     break
             except urllib.error.HTTPError as e:
@@ -188,8 +188,9 @@ def test_unreachable_ledger_rejects_admissions_but_forwards_the_rest(led):
             assert "admission ledger" in (msg or ""), msg
             _, md = conn.call(kafka_wire.metadata_request(2))
             assert len(kafka_wire.parse_metadata_v4(md)["brokers"]) == 3
-        code, ready = k.http("/readyz")
-        # Both of kadmit's topics are out of reach; readiness names whichever it checks first.
+        assert k.http("/readyz")[0] == 200  # it forwards, so it stays in the Service
+        code, ready = k.http("/v1/admission")
+        # Both of kadmit's topics are out of reach; admission names whichever it checks first.
         assert code == 503 and ("admission ledger" in ready or "__kadmit_limits" in ready), \
             (code, ready)
         m = k.metrics()

@@ -289,7 +289,7 @@ def test_with_a_policy_held_frames_and_arenas_stay_under_the_pool_bound(mb):
     kp.start()
     try:
         deadline = time.monotonic() + 60
-        while kp.http("/readyz")[0] != 200:
+        while kp.http("/v1/admission")[0] != 200:
             assert time.monotonic() < deadline, "kadmit never became ready"
             time.sleep(0.2)
         stop = threading.Event()

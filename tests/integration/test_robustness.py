@@ -99,7 +99,7 @@ def rb(request):
         r.startup = _observe_unreachable_upstream(k)
         c.start()
         deadline = time.monotonic() + 60
-        while k.http("/readyz")[0] != 200:
+        while k.http("/v1/admission")[0] != 200:
             assert time.monotonic() < deadline, "kadmit never became ready:\n" + k.log_text()[-3000:]
             time.sleep(0.2)
         r.startup["recovered_s"] = time.monotonic()
@@ -269,8 +269,9 @@ def test_upstream_unreachable_at_start_then_recovers(rb: Rb):
     assert o["recv"] == b"" and o["close_s"] < 2.0, o  # a prompt close, not a hang
     assert "upstream connect failed" in o["log"] and "connection refused" in o["log"]
     assert o["failures"] >= 1
-    # recovered: the broker is up, kadmit is ready and relays without a restart
+    # recovered: the broker is up, kadmit is ready, admits and relays without a restart
     assert rb.k.http("/readyz")[0] == 200
+    assert rb.k.http("/v1/admission")[0] == 200
     md = kafka_wire.metadata(HOST, rb.port)
     assert [b[0] for b in md["brokers"]] == [1]
 
@@ -542,8 +543,11 @@ def test_metadata_refresh_failure_fails_admission_closed_while_data_flows(rb: Rb
     rb.relay.stop()  # the metadata client's path to the broker is cut; clients' is not
     try:
         time.sleep(STALENESS_MS / 1000 + 1)
-        code, why = k.http("/readyz")
+        # Forwarding works, so the sidecar stays ready; admission says why it cannot decide.
+        assert k.http("/readyz")[0] == 200
+        code, why = k.http("/v1/admission")
         assert code == 503 and "metadata client" in why, why
+        assert k.metric("kadmit_admission_healthy") == 0
         assert k.metric('kadmit_metadata_refreshes_total{result="failed"}') > fails0
         with kafka_wire.Connection(HOST, rb.port) as c:
             _, body = c.call(create_topics_v4(3, "rb-while-blind"))
@@ -573,7 +577,7 @@ def test_metadata_refresh_failure_fails_admission_closed_while_data_flows(rb: Rb
     finally:
         rb.relay.start()
     deadline = time.monotonic() + 20
-    while k.http("/readyz")[0] != 200:
+    while k.http("/v1/admission")[0] != 200:
         assert time.monotonic() < deadline, "no recovery after the metadata path came back"
         time.sleep(0.2)
     with kafka_wire.Connection(HOST, rb.port) as c:

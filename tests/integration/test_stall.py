@@ -14,6 +14,8 @@ sidecar. The test asserts that:
   - every record is delivered and consumed (nothing starves);
   - the 60 MiB frames are refused at once (reason="oversize" in
     kadmit_held_requests_closed_total, connection closed);
+  - an AlterPartitionReassignments of 6 MiB is read past without being held and answered
+    POLICY_VIOLATION naming the cap, and its connection goes on (counted as oversize too);
   - the partial frames are closed after the timeout, with reason="timeout" in /metrics and
     the log line "held request did not arrive in time";
   - a CreateTopics that arrives whole afterwards is judged and answered.
@@ -98,7 +100,7 @@ def st():
         c.start()
         k.start()
         deadline = time.monotonic() + 60
-        while k.http("/readyz")[0] != 200:
+        while k.http("/v1/admission")[0] != 200:
             assert time.monotonic() < deadline, "kadmit never became ready:\n" + k.log_text()[-3000:]
             time.sleep(0.2)
         yield d, c, k
@@ -221,3 +223,36 @@ def test_stalled_held_frames_starve_nobody_and_time_out(st):
     (_, err, _msg), = r.array(lambda: (r.string(), r.take(">h"), r.string()))
     assert err == 0, (err, _msg)
     assert k.alive() and not k.sanitizer_reports()
+
+
+def test_an_oversize_reassignment_is_read_past_and_answered_on_its_connection(st):
+    _, _, k = st
+    size = 6 * MiB  # above --max-held-request 4MiB
+    # AlterPartitionReassignments v0 (flexible: header v2 with empty tags), then a body kadmit
+    # must not read into memory: it drops the bytes and answers from the header alone.
+    head = struct.pack(">hhi", 45, 0, 77) + kafka_wire._str("stall") + b"\x00"
+    before = k.metric(OVERSIZE)
+    with kafka_wire.Connection(HOST, k.listen_port, timeout=30) as conn:
+        conn.send(struct.pack(">i", size) + head)
+        chunk = b"\x00" * MiB
+        left = size - len(head)
+        while left > 0:
+            conn.send(chunk[:min(left, len(chunk))])
+            left -= min(left, len(chunk))
+        correlation_id, body = conn.recv()
+        assert correlation_id == 77
+        r = kafka_wire.Reader(body)
+        assert r.take(">b") == 0  # response header v1: no tags
+        _, error_code = r.take(">ih")
+        b0 = r.take(">B")  # error_message: a compact string, its length + 1 as a uvarint
+        n = (b0 & 0x7f) | ((r.take(">B") << 7) if b0 & 0x80 else 0)
+        n -= 1
+        message = body[r.pos:r.pos + n].decode()
+        assert error_code == 44, (error_code, message)  # POLICY_VIOLATION
+        assert "--max-held-request (4194304 bytes)" in message and "AlterPartitionReassignments" \
+            in message, message
+        # The connection goes on: the next request is forwarded and answered.
+        correlation_id, _ = conn.call(kafka_wire.api_versions_request(78))
+        assert correlation_id == 78
+    assert k.metric(OVERSIZE) == before + 1
+    assert "dropped and answered" in k.wait_log("dropped and answered")

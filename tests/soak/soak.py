@@ -131,7 +131,7 @@ def main() -> int:
         k.start()
         bootstrap = f"{HOST}:{n.sidecar_port}"
         deadline = time.monotonic() + 60
-        while k.http("/readyz")[0] != 200:
+        while k.http("/v1/admission")[0] != 200:  # it creates topics through kadmit
             assert time.monotonic() < deadline, "kadmit not ready"
             time.sleep(0.2)
         from confluent_kafka.admin import AdminClient, NewTopic

@@ -92,8 +92,17 @@ static bool fake_ready(void *ctx, char *why, size_t len)
     fake_proxy_t *fake = ctx;
 
     if (!fake->ready)
-        snprintf(why, len, "no cluster view from the broker at 127.0.0.1:19092 yet");
+        snprintf(why, len, "the broker at 127.0.0.1:19092 does not accept connections");
     return fake->ready;
+}
+
+static int fake_admission_health(void *ctx, char *why, size_t len)
+{
+    fake_proxy_t *fake = ctx;
+
+    if (fake->admission == KA_ADMIN_ADMISSION_UNHEALTHY)
+        snprintf(why, len, "no cluster view from the broker at 127.0.0.1:19092 yet");
+    return fake->admission;
 }
 
 static void fake_pool(void *ctx, ka_admin_pool_t *out)
@@ -114,6 +123,7 @@ void fake_init(fake_proxy_t *fake)
     assert_int_equal(ka_policy_new_default(1, &fake->policy), 0);
     fake->persist_ok = true;
     fake->ready = true;
+    fake->admission = KA_ADMIN_ADMISSION_HEALTHY;
     fake->now_ms = 1000000;
 }
 
@@ -181,6 +191,7 @@ ka_admin_ops_t fake_ops(fake_proxy_t *fake)
         .metrics_render = fake_metrics,
         .metrics_get = fake_metrics_get,
         .ready = fake_ready,
+        .admission_health = fake_admission_health,
         .pool_get = fake_pool,
     };
     return ops;

@@ -31,6 +31,7 @@ typedef struct fake_proxy {
     ka_cluster_t *cluster;    /* NULL: no view yet */
     ka_reservations_t *ledger;
     bool ready;
+    int admission; /* a ka_admin_admission_t */
     int64_t now_ms;
     ka_metrics_t metrics; /* what metrics_get lends: the latest decisions */
 } fake_proxy_t;

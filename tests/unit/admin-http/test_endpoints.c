@@ -74,6 +74,8 @@ static void test_healthz_answers_ok_while_the_loop_runs(void **state)
     reply_free(&r);
 }
 
+static json_t *get_json(const admin_harness_t *h, const char *path);
+
 static void test_readyz_reports_the_proxys_reason_with_503(void **state)
 {
     admin_harness_t *h = *state;
@@ -83,8 +85,29 @@ static void test_readyz_reports_the_proxys_reason_with_503(void **state)
     reply_free(&r);
     h->fake.ready = false;
     http_call(h->port, "GET", "/readyz", NULL, NULL, &r);
-    assert_error(&r, 503, "no cluster view from the broker");
+    assert_error(&r, 503, "does not accept connections");
     reply_free(&r);
+}
+
+static void test_admission_health_is_apart_from_readiness(void **state)
+{
+    admin_harness_t *h = *state;
+    reply_t r;
+
+    h->fake.admission = KA_ADMIN_ADMISSION_UNHEALTHY;
+    assert_int_equal(http_call(h->port, "GET", "/readyz", NULL, NULL, &r), 200);
+    reply_free(&r);
+    http_call(h->port, "GET", "/v1/admission", NULL, NULL, &r);
+    assert_error(&r, 503, "admission unhealthy: no cluster view from the broker");
+    reply_free(&r);
+    h->fake.admission = KA_ADMIN_ADMISSION_HEALTHY;
+    json_t *doc = get_json(h, "/v1/admission");
+    assert_string_equal(json_string_value(json_object_get(doc, "status")), "healthy");
+    json_decref(doc);
+    h->fake.admission = KA_ADMIN_ADMISSION_OFF;
+    doc = get_json(h, "/v1/admission");
+    assert_string_equal(json_string_value(json_object_get(doc, "status")), "off");
+    json_decref(doc);
 }
 
 /* GET path, expecting 200 and a JSON body. */
@@ -743,6 +766,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_what_if_refuses_bad_bodies_naming_the_field, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_healthz_answers_ok_while_the_loop_runs, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_admission_health_is_apart_from_readiness, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_readyz_reports_the_proxys_reason_with_503, setup,
                                         teardown),
