@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ka_policy_rules.h"
+
 int ka_adm_api_of(int16_t api_key)
 {
     const ka_adm_api_desc_t *d = ka_adm_desc_find(api_key);
@@ -539,6 +541,18 @@ static const char *verdict_name(const ka_verdict_t *v)
     return v->kind == KA_VERDICT_DEFER_TO_BROKER ? "defer" : "admit";
 }
 
+/* The rule an event names: the one that decided, else for an admitted item the topic rule that
+ * applied to it (its checks all held), else none. */
+static const char *judged_rule(const ka_adm_ctx_t *ctx, const ka_verdict_t *v, ka_slice_t topic)
+{
+    const ka_topic_rule_t *rule;
+
+    if (v->rule != NULL || v->kind == KA_VERDICT_REJECT || ctx->policy == NULL)
+        return v->rule;
+    rule = ka_policy_rule_for(ctx->policy, topic);
+    return rule != NULL ? rule->name : NULL;
+}
+
 /* Tells ctx->on_judged about every item of a decided request. */
 static void report_judged(const ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
 {
@@ -548,7 +562,7 @@ static void report_judged(const ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
                                 .topic = req->names[i],
                                 .partition = req->partitions[i],
                                 .client_id = req->hdr.client_id,
-                                .rule = v->rule,
+                                .rule = judged_rule(ctx, v, req->names[i]),
                                 .verdict = verdict_name(v),
                                 .reason = v->reason,
                                 .message = v->message};
