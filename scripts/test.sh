@@ -18,7 +18,8 @@
 # Kafka versions and Java clients in the background (into ~/.cache/kadmit, kept between stages
 # and runs); the matrix stage waits for it. The kafka stage also starts building
 # lint-deploy's tools (helm from the Go module proxy takes minutes) in the background, so the
-# build overlaps the C builds; the lint-deploy stage waits for it.
+# build overlaps the C builds; the lint-deploy stage waits for it. When both run, the fuzz smoke
+# runs in the background from the start of integration-asan, and the fuzz stage waits for it.
 # Environment: KADMIT_FUZZ_SECONDS (fuzz time per target, default 5),
 # KADMIT_TEST_PORT_BASE (port offset for the test cluster), PYTEST_ADDOPTS.
 set -euo pipefail
@@ -32,6 +33,7 @@ cache="${KADMIT_CACHE:-$HOME/.cache/kadmit}"
 prefetch_log="$cache/matrix-prefetch.log"
 java_clients=(2.8.2 3.9.2 4.4.0) # tests/integration/test_matrix_clients.py JAVA_VERSIONS
 if [[ $# -gt 0 ]]; then stages=("$@"); else stages=("${all_stages[@]}"); fi
+rm -f "$cache/fuzz-smoke.pid" # only this run's background fuzz smoke counts
 
 find_kadmit() { # build dir -> path of the kadmit executable (empty when not built)
     local d="$1"
@@ -80,6 +82,21 @@ wait_background() { # pid file, what it does: waits for that background job of t
     echo "waited $((SECONDS - t0))s for the background $2"
 }
 
+fuzz_background() { # in the background, beside the integration suite: the fuzz smoke, which
+    # wants CPU while the integration tests mostly wait on Kafka; the fuzz stage waits for it
+    mkdir -p "$cache"
+    ( scripts/fuzz-smoke.sh; echo "fuzz exit $?" ) >"$cache/fuzz-smoke.log" 2>&1 &
+    echo $! >"$cache/fuzz-smoke.pid"
+    echo "running the fuzz smoke in the background (log: $cache/fuzz-smoke.log)"
+}
+
+fuzz_stage() { # the background fuzz smoke of this run if one ran, else the smoke itself
+    if [[ ! -f "$cache/fuzz-smoke.pid" ]]; then scripts/fuzz-smoke.sh; return; fi
+    wait_background "$cache/fuzz-smoke.pid" "fuzz smoke"
+    cat "$cache/fuzz-smoke.log"
+    [[ "$(tail -n 1 "$cache/fuzz-smoke.log")" == "fuzz exit 0" ]]
+}
+
 wait_tools() { # the background tool build of this run, if one runs
     wait_background "$cache/tools-prefetch.pid" "tool build"
     if [[ -f "$cache/tools-prefetch.log" ]]; then tail -n 5 "$cache/tools-prefetch.log"; fi
@@ -112,12 +129,14 @@ run_stage() {
     protocol-gen)
         if [[ -f protocol/gen/check.sh ]]; then sh protocol/gen/fetch-specs.sh >/dev/null && sh protocol/gen/check.sh
         else echo "no protocol/gen/check.sh: the generated code cannot be checked"; return 1; fi ;;
-    integration-asan) integration build-asan "not matrix and not release_only" ;;
+    integration-asan)
+        if [[ " ${stages[*]} " == *" fuzz "* ]]; then fuzz_background; fi
+        integration build-asan "not matrix and not release_only" ;;
     integration) integration build "(release or release_only) and not matrix" ;;
     matrix) # its three files (broker versions, cluster shapes, clients) two at a time, each
             # file on one worker with its own ports (pytest-xdist --dist loadfile)
         wait_prefetch && integration build "matrix" -n 2 --dist loadfile ;;
-    fuzz) scripts/fuzz-smoke.sh ;;
+    fuzz) fuzz_stage ;;
     *) echo "unknown stage: $1 (stages: ${all_stages[*]})"; return 2 ;;
     esac
 }
