@@ -153,7 +153,7 @@ static char *body_from_args(int argc, char **argv, const char **admin, char *err
     const char *file = NULL, *principal = NULL;
     char *out = NULL;
 
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* every argument takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         json_t *t;
 
@@ -171,7 +171,6 @@ static char *body_from_args(int argc, char **argv, const char **admin, char *err
             snprintf(err, errlen, "unknown or incomplete argument \"%s\"", a);
             goto done;
         }
-        i++;
     }
     if (json_array_size(creates) > 0 && json_array_size(grows) > 0) {
         snprintf(err, errlen, "one what-if is either --create or --grow, not both");
