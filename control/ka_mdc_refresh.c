@@ -5,6 +5,9 @@
  */
 #include "ka_mdc_refresh.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "ka_view_build.h"
 
 void ka_mdc_refresh_decode_work(uv_work_t *w)
@@ -43,4 +46,45 @@ void ka_mdc_refresh_build_work(uv_work_t *w)
      * MiB at a few hundred thousand partitions) are freed here, off the loop. */
     ka_arena_destroy(&f->arena);
     f->work_ns += uv_hrtime() - start;
+}
+
+/* ConfigResource's type of a broker. */
+#define RESOURCE_TYPE_BROKER 4
+
+int ka_mdc_configs_request(const struct ka_metadata_response *md,
+                           struct ka_describeconfigs_request *req, void **storage)
+{
+    static ka_slice_t keys[] = {KA_SLICE_LIT("num.partitions"),
+                                KA_SLICE_LIT("default.replication.factor"),
+                                KA_SLICE_LIT("auto.create.topics.enable"),
+                                KA_SLICE_LIT("min.insync.replicas"),
+                                KA_SLICE_LIT("log.retention.ms"),
+                                KA_SLICE_LIT("log.retention.minutes"),
+                                KA_SLICE_LIT("log.retention.hours"),
+                                KA_SLICE_LIT("log.retention.bytes"),
+                                KA_SLICE_LIT("log.cleanup.policy"),
+                                KA_SLICE_LIT("message.max.bytes"),
+                                KA_SLICE_LIT("log.segment.bytes")};
+    size_t n = md->brokers.count > 0 ? (size_t)md->brokers.count : 0;
+    struct ka_describeconfigs_request_describe_configs_resource *res;
+    char(*names)[16];
+
+    ka_describeconfigs_request_init(req);
+    /* One block: the resources, then each broker id as text. */
+    res = calloc(n ? n : 1, sizeof(*res) + sizeof(*names));
+    if (res == NULL)
+        return KA_ENOMEM;
+    names = (char(*)[16])(void *)(res + n);
+    for (size_t i = 0; i < n; i++) {
+        ka_describeconfigs_request_describe_configs_resource_init(&res[i]);
+        int len = snprintf(names[i], sizeof(names[i]), "%d", md->brokers.items[i].node_id);
+        res[i].resource_type = RESOURCE_TYPE_BROKER;
+        res[i].resource_name = (ka_slice_t){(const uint8_t *)names[i], len};
+        res[i].configuration_keys.count = (int32_t)(sizeof(keys) / sizeof(keys[0]));
+        res[i].configuration_keys.items = keys;
+    }
+    req->resources.count = (int32_t)n;
+    req->resources.items = res;
+    *storage = res;
+    return 0;
 }

@@ -57,4 +57,13 @@ void ka_mdc_refresh_decode_work(uv_work_t *work);
  * decoded answers (the frames stay: the pool is the loop's). */
 void ka_mdc_refresh_build_work(uv_work_t *work);
 
+/*
+ * The DescribeConfigs request of a refresh: every broker md lists, asked for
+ * the settings that decide -1 fields and the topic-config defaults that topic
+ * rules' config bounds judge a key left out at. *storage (free()) holds what
+ * req points to. Returns 0 or KA_ENOMEM.
+ */
+int ka_mdc_configs_request(const struct ka_metadata_response *md,
+                           struct ka_describeconfigs_request *req, void **storage);
+
 #endif

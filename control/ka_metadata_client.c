@@ -45,7 +45,6 @@
 #define DESCRIBE_CLUSTER_MIN_VERSION 1
 #define DESCRIBE_CLUSTER_MAX_VERSION 2
 #define ENDPOINT_TYPE_BROKERS        1
-#define RESOURCE_TYPE_BROKER         4
 
 enum state {
     ST_DOWN = 0,
@@ -288,46 +287,18 @@ static void send_cluster(ka_mdc_t *c)
         fail(c, "describe cluster", "cannot send");
 }
 
-/* Asks every broker Metadata lists for the settings that decide -1 fields, and the
- * topic-config defaults that topic rules' config bounds judge a key left out at. */
+/* Asks every broker Metadata lists for its defaults (ka_mdc_configs_request). */
 static void send_configs(ka_mdc_t *c)
 {
-    static ka_slice_t keys[] = {KA_SLICE_LIT("num.partitions"),
-                                KA_SLICE_LIT("default.replication.factor"),
-                                KA_SLICE_LIT("auto.create.topics.enable"),
-                                KA_SLICE_LIT("min.insync.replicas"),
-                                KA_SLICE_LIT("log.retention.ms"),
-                                KA_SLICE_LIT("log.retention.minutes"),
-                                KA_SLICE_LIT("log.retention.hours"),
-                                KA_SLICE_LIT("log.retention.bytes"),
-                                KA_SLICE_LIT("log.cleanup.policy"),
-                                KA_SLICE_LIT("message.max.bytes"),
-                                KA_SLICE_LIT("log.segment.bytes")};
-    const struct ka_metadata_response *md = &c->refresh->metadata;
-    size_t n = (size_t)md->brokers.count;
     struct ka_describeconfigs_request req;
-    ka_describeconfigs_request_init(&req);
-    struct ka_describeconfigs_request_describe_configs_resource *res = calloc(n, sizeof(*res));
-    char(*names)[16] = calloc(n, sizeof(*names));
-    if (res == NULL || names == NULL) {
-        free(res);
-        free(names);
+    void *storage = NULL;
+
+    if (ka_mdc_configs_request(&c->refresh->metadata, &req, &storage) < 0) {
         fail(c, "configs", "out of memory");
         return;
     }
-    for (size_t i = 0; i < n; i++) {
-        ka_describeconfigs_request_describe_configs_resource_init(&res[i]);
-        int len = snprintf(names[i], sizeof(names[i]), "%d", md->brokers.items[i].node_id);
-        res[i].resource_type = RESOURCE_TYPE_BROKER;
-        res[i].resource_name = (ka_slice_t){(const uint8_t *)names[i], len};
-        res[i].configuration_keys.count = (int32_t)(sizeof(keys) / sizeof(keys[0]));
-        res[i].configuration_keys.items = keys;
-    }
-    req.resources.count = (int32_t)n;
-    req.resources.items = res;
     int rc = enter(c, ST_CONFIGS, &req);
-    free(res);
-    free(names);
+    free(storage);
     if (rc < 0)
         fail(c, "configs", "cannot send");
 }
