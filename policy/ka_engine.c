@@ -129,6 +129,7 @@ void ka_work_free(struct ka_work *w)
     free(w->delta);
     free(w->shares);
     free(w->rule_used);
+    ka_place_scratch_free(&w->place_scratch);
 }
 
 long ka_work_broker_index(const struct ka_work *w, int32_t broker_id)
@@ -429,7 +430,7 @@ static int decide_place(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *pla
         w->brokers[i].headroom = h > 0 ? h : 0;
     }
     rc = ka_place(w->brokers, w->broker_count, w->rack_count, partitions, replication, seed,
-                  assignment, w->delta);
+                  assignment, w->delta, &w->place_scratch);
     if (rc == KA_ELIMIT) {
         free(assignment);
         rc = place_failure(w, plan, partitions, replication, &message);

@@ -27,11 +27,12 @@ struct ka_work {
     size_t broker_count;
     size_t unfenced_count;
     int32_t rack_count;
-    int64_t *limit;     /* the policy's limit per broker */
-    int64_t *current;   /* hosted + reserved + this call's validate_only items */
-    int64_t *delta;     /* scratch: what the item being judged adds; zero between items */
-    int64_t *shares;    /* scratch for the bound */
-    int64_t partitions; /* cluster partitions + reserved + validate_only items */
+    int64_t *limit;   /* the policy's limit per broker */
+    int64_t *current; /* hosted + reserved + this call's validate_only items */
+    int64_t *delta;   /* scratch: what the item being judged adds; zero between items */
+    int64_t *shares;  /* scratch for the bound */
+    ka_place_scratch_t place_scratch; /* placement's working memory, kept across items */
+    int64_t partitions;               /* cluster partitions + reserved + validate_only items */
     /* Who sent the request (ctx->principal, or principal.unknown), its entry in the policy
      * (NULL: none) and what that entry exempts it from (enum ka_exemption). */
     const char *principal_name;

@@ -45,6 +45,10 @@ struct placer {
     struct heap *rack_heaps;
     uint32_t *lpos, *rpos, *heap_items; /* heap_items: n for leaders, n for the racks */
     uint32_t *row;                      /* the current partition's broker indexes */
+    /* Per rack: brokers with headroom (size), how many of them its heap has taken in
+     * (pulled, the rest waiting behind them in item[pulled..size)), how many of those
+     * are still at key 0 (fresh), and how many the next refill takes in (batch). */
+    uint32_t *rack_size, *rack_pulled, *rack_fresh, *rack_batch;
     /* The greedy keys packed: leaders << 32 | assigned, fenced << 63 | assigned,
      * and the static rest of both (headroom before this call, most first, then
      * the seeded order). Within one assigned count, headroom now orders like
@@ -168,12 +172,6 @@ static void heap_remove(const struct placer *p, struct heap *h, uint32_t broker)
     sift_up(p, h, h->pos[moved]);
 }
 
-static void heapify(const struct placer *p, struct heap *h)
-{
-    for (uint32_t at = h->len / 2; at-- > 0;)
-        sift_down(p, h, at);
-}
-
 /* The fallback's key: most headroom first, spreading only among equals. */
 static bool better_capacity(const struct placer *p, size_t i, size_t j)
 {
@@ -215,12 +213,88 @@ static size_t pick(const struct placer *p, bool leader,
     return best;
 }
 
+/*
+ * A rack heap takes in only the first brokers of its rack in the heap's order
+ * (unfenced first, then rank), a batch at a time. Every key starts at 0 and only
+ * grows, and a broker leaves key 0 only by taking a replica, so while one broker
+ * taken in is still at key 0 it beats every broker behind it, in its rack heap
+ * and (being unfenced whenever one behind it is) in the leader heap. When the
+ * last one leaves key 0, the next batch comes in. So a request of few replicas on
+ * many brokers heaps only what it uses, and places exactly as over all of them.
+ */
+static bool select_less(const struct placer *p, uint32_t i, uint64_t key, uint64_t rank)
+{
+    return p->rkey[i] != key ? p->rkey[i] < key : p->rank[i] < rank;
+}
+
+static bool select_greater(const struct placer *p, uint32_t i, uint64_t key, uint64_t rank)
+{
+    return p->rkey[i] != key ? p->rkey[i] > key : p->rank[i] > rank;
+}
+
+/* Moves the `keep` first of items[0..len) in the rack heap's order (rkey, then rank)
+ * to the front, in any order: quickselect with Hoare's partition, O(len) expected. */
+static void select_first(const struct placer *p, uint32_t *items, uint32_t len, uint32_t keep)
+{
+    int64_t lo = 0, hi = len; /* the boundary `keep` lies in (lo, hi) */
+
+    while (lo < keep && keep < hi) {
+        uint32_t mid = items[lo + (hi - lo - 1) / 2];
+        uint64_t key = p->rkey[mid], rank = p->rank[mid];
+        int64_t i = lo - 1, j = hi;
+
+        /* Afterwards items[lo..j] are all <= the pivot and items[j+1..hi) all >= it,
+         * with lo <= j < hi - 1. */
+        for (;;) {
+            do
+                i++;
+            while (select_less(p, items[i], key, rank));
+            do
+                j--;
+            while (select_greater(p, items[j], key, rank));
+            if (i >= j)
+                break;
+            uint32_t t = items[i];
+            items[i] = items[j];
+            items[j] = t;
+        }
+        if (keep <= j + 1)
+            hi = j + 1;
+        else
+            lo = j + 1;
+    }
+}
+
+/* Takes rack r's next batch into its heap and, unfenced, into the leader heap. */
+static void refill(struct placer *p, int32_t r)
+{
+    struct heap *rh = &p->rack_heaps[r];
+    uint32_t from = p->rack_pulled[r], left = p->rack_size[r] - from;
+    uint32_t take_in = p->rack_batch[r] < left ? p->rack_batch[r] : left;
+
+    select_first(p, rh->item + from, left, take_in);
+    p->rack_pulled[r] += take_in;
+    p->rack_fresh[r] += take_in;
+    p->rack_batch[r] *= 2;
+    /* The heap's free slots lie below `from`, so each pushed broker is read from
+     * item[from + k] before any push can write there. */
+    for (uint32_t k = 0; k < take_in; k++) {
+        uint32_t i = rh->item[from + k];
+
+        heap_push(p, rh, i);
+        if (!p->brokers[i].fenced)
+            heap_push(p, &p->leader_heap, i);
+    }
+}
+
 /* Fills the heaps: every key only grows while placing, so a heap holds each
- * one's best at its top after a sift down. */
-static void heaps_init(struct placer *p, int32_t racks)
+ * one's best at its top after a sift down. A rack's first batch is its even
+ * share of the request's replicas and one partition's more. */
+static void heaps_init(struct placer *p, int32_t racks, int32_t partitions, int32_t replication)
 {
     uint32_t *next = p->heap_items + p->n;
-    int64_t *size = p->rack_assigned; /* per-rack sizes, before any replica */
+    uint32_t *size = p->rack_size;
+    int64_t share = ((int64_t)partitions * replication + racks - 1) / racks + replication;
 
     p->leader_heap = (struct heap){p->heap_items, 0, p->lpos, p->lkey};
     memset(size, 0, (size_t)racks * sizeof(*size));
@@ -235,26 +309,30 @@ static void heaps_init(struct placer *p, int32_t racks)
     }
     for (int32_t r = 0; r < racks; r++) {
         p->rack_heaps[r] = (struct heap){next, 0, p->rpos, p->rkey};
-        next += (size_t)size[r];
+        next += size[r];
+        size[r] = 0;
     }
-    memset(size, 0, (size_t)racks * sizeof(*size));
     for (size_t i = 0; i < p->n; i++) {
-        struct heap *rh = &p->rack_heaps[p->brokers[i].rack];
+        int32_t r = p->brokers[i].rack;
 
-        if (p->headroom[i] <= 0)
-            continue;
-        heap_set(rh, rh->len++, (uint32_t)i);
-        if (!p->brokers[i].fenced)
-            heap_set(&p->leader_heap, p->leader_heap.len++, (uint32_t)i);
+        if (p->headroom[i] > 0)
+            p->rack_heaps[r].item[size[r]++] = (uint32_t)i;
     }
-    heapify(p, &p->leader_heap);
-    for (int32_t r = 0; r < racks; r++)
-        heapify(p, &p->rack_heaps[r]);
+    for (int32_t r = 0; r < racks; r++) {
+        p->rack_pulled[r] = p->rack_fresh[r] = 0;
+        p->rack_batch[r] = share < (int64_t)size[r] ? (uint32_t)share : size[r];
+        if (size[r] > 0)
+            refill(p, r);
+    }
 }
 
 /* take() for the greedy pass, keeping the heaps in step. */
 static void take_greedy(struct placer *p, uint32_t i, bool leader)
 {
+    int32_t r = p->brokers[i].rack;
+
+    if (p->assigned[i] == 0 && --p->rack_fresh[r] == 0 && p->rack_pulled[r] < p->rack_size[r])
+        refill(p, r);
     take(p, i, leader);
     p->lkey[i] += ((uint64_t)leader << 32) + 1;
     p->rkey[i]++;
@@ -284,7 +362,7 @@ static size_t pick_follower(const struct placer *p, int32_t racks)
 static int place_greedy(struct placer *p, int32_t racks, int32_t partitions, int32_t replication,
                         int32_t *out)
 {
-    heaps_init(p, racks);
+    heaps_init(p, racks, partitions, replication);
     memset(p->rack_assigned, 0, (size_t)racks * sizeof(*p->rack_assigned));
     for (int32_t part = 0; part < partitions; part++) {
         int32_t *row = out + (size_t)part * (size_t)replication;
@@ -374,15 +452,22 @@ static bool may_fit(const ka_place_broker_t *brokers, size_t n, int32_t partitio
     return leader && capacity >= (int64_t)partitions * replication;
 }
 
-/* One zeroed block for all of a call's arrays, widest alignment first. */
-static void *placer_alloc(struct placer *p, size_t n, size_t racks, size_t replication)
+/* One block for all of a call's arrays, widest alignment first; reused from scratch
+ * when it is large enough. Only in_partition must start zeroed: the rest is set
+ * before it is read. */
+static void *placer_alloc(struct placer *p, size_t n, size_t racks, size_t replication,
+                          ka_place_scratch_t *scratch)
 {
     size_t size = racks * sizeof(struct heap) + (7 * n + racks) * sizeof(int64_t) +
-                  (4 * n + replication) * sizeof(uint32_t) + n + racks;
-    uint8_t *at = calloc(1, size);
-    void *block = at;
+                  (4 * n + replication + 4 * racks) * sizeof(uint32_t) + n + racks;
+    uint8_t *at;
 
-    if (at == NULL)
+    if (scratch->size < size) {
+        free(scratch->block);
+        scratch->block = malloc(size);
+        scratch->size = scratch->block != NULL ? size : 0;
+    }
+    if ((at = scratch->block) == NULL)
         return NULL;
 #define CARVE(field, count)                                                                        \
     do {                                                                                           \
@@ -402,24 +487,35 @@ static void *placer_alloc(struct placer *p, size_t n, size_t racks, size_t repli
     CARVE(rpos, n);
     CARVE(heap_items, 2 * n);
     CARVE(row, replication);
+    CARVE(rack_size, racks);
+    CARVE(rack_pulled, racks);
+    CARVE(rack_fresh, racks);
+    CARVE(rack_batch, racks);
     CARVE(in_partition, n);
     CARVE(rack_in_partition, racks);
 #undef CARVE
-    return block;
+    memset(p->in_partition, 0, n);
+    return scratch->block;
+}
+
+void ka_place_scratch_free(ka_place_scratch_t *scratch)
+{
+    free(scratch->block);
+    *scratch = (ka_place_scratch_t){0};
 }
 
 int ka_place(const ka_place_broker_t *brokers, size_t n, int32_t racks, int32_t partitions,
-             int32_t replication, uint64_t seed, int32_t *out, int64_t *added)
+             int32_t replication, uint64_t seed, int32_t *out, int64_t *added,
+             ka_place_scratch_t *scratch)
 {
     struct placer p = {.brokers = brokers, .n = n};
-    void *block;
+    ka_place_scratch_t own = {0};
     int rc;
 
     if (partitions <= 0 || replication <= 0 || racks <= 0 || (size_t)replication > n ||
         !may_fit(brokers, n, partitions, replication))
         return KA_ELIMIT;
-    block = placer_alloc(&p, n, (size_t)racks, (size_t)replication);
-    if (block == NULL)
+    if (placer_alloc(&p, n, (size_t)racks, (size_t)replication, scratch ? scratch : &own) == NULL)
         return KA_ENOMEM;
     for (size_t i = 0; i < n; i++)
         p.order[i] = splitmix64(seed ^ (uint64_t)(uint32_t)brokers[i].id * 0x9e3779b97f4a7c15ull);
@@ -431,7 +527,39 @@ int ka_place(const ka_place_broker_t *brokers, size_t n, int32_t racks, int32_t 
     }
     for (size_t i = 0; i < n && rc == 0 && added != NULL; i++)
         added[i] += p.assigned[i];
-    free(block);
+    ka_place_scratch_free(&own);
+    return rc;
+}
+
+int ka_place_greedy_reference(const ka_place_broker_t *brokers, size_t n, int32_t racks,
+                              int32_t partitions, int32_t replication, uint64_t seed, int32_t *out)
+{
+    struct placer p = {.brokers = brokers, .n = n};
+    ka_place_scratch_t own = {0};
+    int rc = 0;
+
+    if (partitions <= 0 || replication <= 0 || racks <= 0 || (size_t)replication > n)
+        return KA_ELIMIT;
+    if (placer_alloc(&p, n, (size_t)racks, (size_t)replication, &own) == NULL)
+        return KA_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        p.order[i] = splitmix64(seed ^ (uint64_t)(uint32_t)brokers[i].id * 0x9e3779b97f4a7c15ull);
+    reset(&p, brokers, n, racks);
+    for (int32_t part = 0; part < partitions && rc == 0; part++) {
+        memset(p.in_partition, 0, n);
+        memset(p.rack_in_partition, 0, (size_t)racks);
+        for (int32_t slot = 0; slot < replication && rc == 0; slot++) {
+            size_t i = pick(&p, slot == 0, slot == 0 ? better_leader : better_follower);
+
+            if (i == n) {
+                rc = KA_ELIMIT;
+                break;
+            }
+            take(&p, i, slot == 0);
+            out[(size_t)part * (size_t)replication + (size_t)slot] = brokers[i].id;
+        }
+    }
+    ka_place_scratch_free(&own);
     return rc;
 }
 
@@ -449,7 +577,7 @@ void ka_bound_shares(const ka_place_broker_t *brokers, size_t n, int32_t racks, 
                      int32_t R, int64_t *shares)
 {
     int64_t unfenced = 0, B = 0, K = 0, per_rack, shortfall = 0;
-    int64_t *size = calloc((size_t)racks + 1, sizeof(*size));
+    int64_t *size = calloc(2 * ((size_t)racks + 1), sizeof(*size)), *share;
     bool use_fenced;
 
     memset(shares, 0, n * sizeof(*shares));
@@ -476,19 +604,23 @@ void ka_bound_shares(const ka_place_broker_t *brokers, size_t n, int32_t racks, 
     for (int32_t r = 0; r < racks; r++)
         if (size[r] > 0 && size[r] < per_rack)
             shortfall += per_rack - size[r];
-    for (size_t i = 0; i < n; i++) {
-        int64_t k = size[brokers[i].rack], m, q = P / B, rest = P % B;
+    /* A broker's share depends only on its rack's size: once per rack. */
+    share = size + racks + 1;
+    for (int32_t r = 0; r < racks; r++) {
+        int64_t k = size[r], m, q = P / B, rest = P % B;
 
-        if (!use_fenced && brokers[i].fenced)
+        if (k == 0)
             continue;
         /* At most m replicas of one partition land in this rack, spread
          * round-robin over its k brokers; the placer reshuffles every B
          * partitions, so count whole rounds of B and the remainder. */
         m = min64(k, per_rack + shortfall);
-        shares[i] = q * min64(B, ceil_div(B * m, k)) +
-                    min64(rest, ceil_div(rest * m, k) > m ? ceil_div(rest * m, k) : m);
-        shares[i] = min64(shares[i], P);
+        share[r] = q * min64(B, ceil_div(B * m, k)) +
+                   min64(rest, ceil_div(rest * m, k) > m ? ceil_div(rest * m, k) : m);
+        share[r] = min64(share[r], P);
     }
+    for (size_t i = 0; i < n; i++)
+        shares[i] = !use_fenced && brokers[i].fenced ? 0 : share[brokers[i].rack];
 out:
     free(size);
 }

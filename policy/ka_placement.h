@@ -23,6 +23,14 @@ typedef struct ka_place_broker {
     int64_t headroom; /* limit - hosted - reserved, clamped at 0 */
 } ka_place_broker_t;
 
+/* Working memory that successive ka_place calls reuse (zero-initialise it). */
+typedef struct ka_place_scratch {
+    void *block;
+    size_t size;
+} ka_place_scratch_t;
+
+void ka_place_scratch_free(ka_place_scratch_t *scratch);
+
 /*
  * Computes an assignment of `partitions` rows of `replication` distinct
  * brokers into out (leader first), rack-aware and spread like Kafka's
@@ -30,12 +38,24 @@ typedef struct ka_place_broker {
  * broken by an order derived from seed. On success, when added is not
  * NULL, adds each broker's replicas in out to added[index] (so the caller
  * needs no lookup by id). Returns 0, KA_ELIMIT when no assignment fits the
- * headroom, or KA_ENOMEM.
+ * headroom, or KA_ENOMEM. scratch (may be NULL) holds the working memory
+ * between calls.
  *
  * Cost: O(brokers + partitions * replication * (racks + log brokers)).
  */
 int ka_place(const ka_place_broker_t *brokers, size_t broker_count, int32_t rack_count,
-             int32_t partitions, int32_t replication, uint64_t seed, int32_t *out, int64_t *added);
+             int32_t partitions, int32_t replication, uint64_t seed, int32_t *out, int64_t *added,
+             ka_place_scratch_t *scratch);
+
+/*
+ * The greedy pass of ka_place written as its definition: every choice a scan
+ * of all brokers by the keys in ka_placement.c. Slow (O(brokers) per
+ * replica); tests check ka_place against it. Returns 0, KA_ELIMIT when the
+ * greedy pass alone finds no fit, or KA_ENOMEM.
+ */
+int ka_place_greedy_reference(const ka_place_broker_t *brokers, size_t broker_count,
+                              int32_t rack_count, int32_t partitions, int32_t replication,
+                              uint64_t seed, int32_t *out);
 
 /*
  * The most replicas Kafka's own placer can put on each broker for
