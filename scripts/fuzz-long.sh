@@ -2,21 +2,28 @@
 # Long fuzz run: every libFuzzer target of build-fuzz/ (made by scripts/fuzz-smoke.sh) for a
 # fixed number of executions, seeded from a work copy of its corpus, at the lowest priority.
 # Prints one Markdown table row per target (as docs/protocol.md shows them) to stdout and to
-# build-fuzz/long/results.md; a finding fails the run and leaves its input in build-fuzz/long/.
+# build-fuzz/long/results.md (-o names another file there, for runs side by side); a finding
+# fails the run and leaves its input in build-fuzz/long/.
 #
-# Usage: scripts/fuzz-long.sh [-r RUNS] [-j JOBS] [TARGET ...]
+# Usage: scripts/fuzz-long.sh [-r RUNS] [-j JOBS] [-t SECS] [-o FILE] [TARGET ...]
 #   -r RUNS  executions per target (default 10000000)
 #   -j JOBS  targets run at once (default 1; each is one process on one core)
+#   -t SECS  libFuzzer's per-input timeout, wall clock (default 60: at nice 19 on a busy
+#            machine an input can wait seconds for a CPU, which is not a hang)
 #   TARGET   names of targets (default: every target built)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$root/build-fuzz"
 runs=10000000
 jobs=1
-while getopts "r:j:" opt; do
+timeout=60
+results=results.md
+while getopts "r:j:t:o:" opt; do
     case "$opt" in
     r) runs="$OPTARG" ;;
     j) jobs="$OPTARG" ;;
+    t) timeout="$OPTARG" ;;
+    o) results="$OPTARG" ;;
     *) exit 2 ;;
     esac
 done
@@ -50,7 +57,7 @@ one() {
     seeds="$root/tests/fuzz/corpus/$name"
     [[ -d "$seeds" ]] && cp -r "$seeds/." "$work/"
     start=$(date +%s)
-    nice -n 19 "$bin" -runs="$runs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    nice -n 19 "$bin" -runs="$runs" -timeout="$timeout" -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$out/$name-" "$work" >"$log" 2>&1 || rc=$?
     end=$(date +%s)
     if [[ $rc -ne 0 ]]; then
@@ -64,16 +71,16 @@ one() {
     printf '| `%s` | %s | %s | %s | %s |\n' "$name" "$execs" "$((end - start))" "$rss" "$units"
 }
 export -f one
-export build out runs root
+export build out runs root timeout
 
 {
     echo "| target | executions | seconds | peak RSS MB | corpus units after |"
     echo "|---|---:|---:|---:|---:|"
-} | tee "$out/results.md"
+} | tee "$out/$results"
 status=0
 printf '%s\n' "${targets[@]}" | xargs -P "$jobs" -I{} bash -c 'one "$@"' _ {} |
-    tee -a "$out/results.md" || status=$?
-if grep -q FAILED "$out/results.md"; then
+    tee -a "$out/$results" || status=$?
+if grep -q FAILED "$out/$results"; then
     echo "fuzz-long.sh: a target failed (see the rows above)" >&2
     exit 1
 fi
