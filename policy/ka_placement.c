@@ -20,11 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A heap's order in one compare: the greedy key in the high half, rank in the low. */
+typedef unsigned __int128 ka_order_t;
+
 struct heap {
     uint32_t *item; /* broker indexes, heap-ordered */
     uint32_t len;
-    uint32_t *pos;       /* per broker: its place in item, or NOT_IN when absent */
-    const uint64_t *key; /* per broker: the first half of the order, then rank */
+    uint32_t *pos;         /* per broker: its place in item, or NOT_IN when absent */
+    const ka_order_t *key; /* per broker: the whole order */
 };
 
 #define NOT_IN UINT32_MAX
@@ -45,15 +48,17 @@ struct placer {
     struct heap *rack_heaps;
     uint32_t *lpos, *rpos, *heap_items; /* heap_items: n for leaders, n for the racks */
     uint32_t *row;                      /* the current partition's broker indexes */
+    uint32_t *stash, stash_len;         /* of those, the ones out of their rack heaps */
     /* Per rack: brokers with headroom (size), how many of them its heap has taken in
      * (pulled, the rest waiting behind them in item[pulled..size)), how many of those
      * are still at key 0 (fresh), and how many the next refill takes in (batch). */
     uint32_t *rack_size, *rack_pulled, *rack_fresh, *rack_batch;
     /* The greedy keys packed: leaders << 32 | assigned, fenced << 63 | assigned,
-     * and the static rest of both (headroom before this call, most first, then
-     * the seeded order). Within one assigned count, headroom now orders like
-     * headroom before, so comparing these is comparing the keys above. */
-    uint64_t *lkey, *rkey, *rank;
+     * each above the static rest of both (rank: headroom before this call, most
+     * first, then the seeded order). Within one assigned count, headroom now
+     * orders like headroom before, so comparing these is comparing the keys above. */
+    ka_order_t *lkey, *rkey;
+    uint64_t *rank;
 };
 
 static uint64_t splitmix64(uint64_t x)
@@ -100,7 +105,8 @@ static bool better_follower(const struct placer *p, size_t i, size_t j)
 
 static inline bool heap_less(const struct placer *p, const struct heap *h, uint32_t a, uint32_t b)
 {
-    return h->key[a] != h->key[b] ? h->key[a] < h->key[b] : p->rank[a] < p->rank[b];
+    (void)p;
+    return h->key[a] < h->key[b];
 }
 
 /* better_follower on the packed keys. */
@@ -111,8 +117,7 @@ static bool greedy_follower(const struct placer *p, uint32_t i, uint32_t j)
     BETTER(p->rack_in_partition[a], p->rack_in_partition[b]);
     BETTER(p->brokers[i].fenced, p->brokers[j].fenced);
     BETTER(p->rack_assigned[a], p->rack_assigned[b]);
-    BETTER(p->rkey[i], p->rkey[j]);
-    return p->rank[i] < p->rank[j];
+    return p->rkey[i] < p->rkey[j];
 }
 
 static void heap_set(struct heap *h, uint32_t at, uint32_t broker)
@@ -222,17 +227,8 @@ static size_t pick(const struct placer *p, bool leader,
  * last one leaves key 0, the next batch comes in. So a request of few replicas on
  * many brokers heaps only what it uses, and places exactly as over all of them.
  */
-static bool select_less(const struct placer *p, uint32_t i, uint64_t key, uint64_t rank)
-{
-    return p->rkey[i] != key ? p->rkey[i] < key : p->rank[i] < rank;
-}
 
-static bool select_greater(const struct placer *p, uint32_t i, uint64_t key, uint64_t rank)
-{
-    return p->rkey[i] != key ? p->rkey[i] > key : p->rank[i] > rank;
-}
-
-/* Moves the `keep` first of items[0..len) in the rack heap's order (rkey, then rank)
+/* Moves the `keep` first of items[0..len) in the rack heap's order (rkey, rank below)
  * to the front, in any order: quickselect with Hoare's partition, O(len) expected. */
 static void select_first(const struct placer *p, uint32_t *items, uint32_t len, uint32_t keep)
 {
@@ -240,7 +236,7 @@ static void select_first(const struct placer *p, uint32_t *items, uint32_t len, 
 
     while (lo < keep && keep < hi) {
         uint32_t mid = items[lo + (hi - lo - 1) / 2];
-        uint64_t key = p->rkey[mid], rank = p->rank[mid];
+        ka_order_t pivot = p->rkey[mid];
         int64_t i = lo - 1, j = hi;
 
         /* Afterwards items[lo..j] are all <= the pivot and items[j+1..hi) all >= it,
@@ -248,10 +244,10 @@ static void select_first(const struct placer *p, uint32_t *items, uint32_t len, 
         for (;;) {
             do
                 i++;
-            while (select_less(p, items[i], key, rank));
+            while (p->rkey[items[i]] < pivot);
             do
                 j--;
-            while (select_greater(p, items[j], key, rank));
+            while (p->rkey[items[j]] > pivot);
             if (i >= j)
                 break;
             uint32_t t = items[i];
@@ -265,8 +261,15 @@ static void select_first(const struct placer *p, uint32_t *items, uint32_t len, 
     }
 }
 
-/* Takes rack r's next batch into its heap and, unfenced, into the leader heap. */
-static void refill(struct placer *p, int32_t r)
+static void heapify(const struct placer *p, struct heap *h)
+{
+    for (uint32_t at = h->len / 2; at-- > 0;)
+        sift_down(p, h, at);
+}
+
+/* Takes rack r's next batch into its heap and, unfenced, into the leader heap;
+ * the first batch unordered (heaps_init heapifies), later ones pushed. */
+static void refill(struct placer *p, int32_t r, bool first)
 {
     struct heap *rh = &p->rack_heaps[r];
     uint32_t from = p->rack_pulled[r], left = p->rack_size[r] - from;
@@ -281,6 +284,12 @@ static void refill(struct placer *p, int32_t r)
     for (uint32_t k = 0; k < take_in; k++) {
         uint32_t i = rh->item[from + k];
 
+        if (first) {
+            heap_set(rh, rh->len++, i);
+            if (!p->brokers[i].fenced)
+                heap_set(&p->leader_heap, p->leader_heap.len++, i);
+            continue;
+        }
         heap_push(p, rh, i);
         if (!p->brokers[i].fenced)
             heap_push(p, &p->leader_heap, i);
@@ -302,9 +311,9 @@ static void heaps_init(struct placer *p, int32_t racks, int32_t partitions, int3
         uint64_t h = (uint64_t)(p->headroom[i] < INT32_MAX ? p->headroom[i] : INT32_MAX);
 
         p->lpos[i] = p->rpos[i] = NOT_IN;
-        p->lkey[i] = 0;
-        p->rkey[i] = (uint64_t)p->brokers[i].fenced << 63;
         p->rank[i] = (INT32_MAX - h) << 32 | p->order[i] >> 32;
+        p->lkey[i] = p->rank[i];
+        p->rkey[i] = (ka_order_t)((uint64_t)p->brokers[i].fenced << 63) << 64 | p->rank[i];
         size[p->brokers[i].rack]++;
     }
     for (int32_t r = 0; r < racks; r++) {
@@ -322,8 +331,10 @@ static void heaps_init(struct placer *p, int32_t racks, int32_t partitions, int3
         p->rack_pulled[r] = p->rack_fresh[r] = 0;
         p->rack_batch[r] = share < (int64_t)size[r] ? (uint32_t)share : size[r];
         if (size[r] > 0)
-            refill(p, r);
+            refill(p, r, true);
+        heapify(p, &p->rack_heaps[r]);
     }
+    heapify(p, &p->leader_heap);
 }
 
 /* take() for the greedy pass, keeping the heaps in step. */
@@ -332,27 +343,37 @@ static void take_greedy(struct placer *p, uint32_t i, bool leader)
     int32_t r = p->brokers[i].rack;
 
     if (p->assigned[i] == 0 && --p->rack_fresh[r] == 0 && p->rack_pulled[r] < p->rack_size[r])
-        refill(p, r);
+        refill(p, r, false);
     take(p, i, leader);
-    p->lkey[i] += ((uint64_t)leader << 32) + 1;
-    p->rkey[i]++;
+    p->lkey[i] += (ka_order_t)(((uint64_t)leader << 32) + 1) << 64;
+    p->rkey[i] += (ka_order_t)1 << 64;
     if (p->lpos[i] != NOT_IN) {
         if (p->headroom[i] <= 0)
             heap_remove(p, &p->leader_heap, i);
         else
             sift_down(p, &p->leader_heap, p->lpos[i]);
     }
-    heap_remove(p, &p->rack_heaps[p->brokers[i].rack], i);
+    if (p->headroom[i] <= 0)
+        heap_remove(p, &p->rack_heaps[r], i);
+    else
+        sift_down(p, &p->rack_heaps[r], p->rpos[i]);
 }
 
-/* The best follower: the best of each rack's top, so O(racks + log n). */
-static size_t pick_follower(const struct placer *p, int32_t racks)
+/* The best follower: the best of each rack's top, so O(racks + log n). A rack
+ * heap keeps the partition's brokers (their keys grew, so they sink) and drops
+ * one only when it surfaces; ka_place puts those back after the partition. */
+static size_t pick_follower(struct placer *p, int32_t racks)
 {
     size_t best = p->n;
 
     for (int32_t r = 0; r < racks; r++) {
-        const struct heap *rh = &p->rack_heaps[r];
+        struct heap *rh = &p->rack_heaps[r];
 
+        /* A broker of this partition stays in its heap until it reaches the top. */
+        while (rh->len > 0 && p->in_partition[rh->item[0]]) {
+            p->stash[p->stash_len++] = rh->item[0];
+            heap_remove(p, rh, rh->item[0]);
+        }
         if (rh->len > 0 && (best == p->n || greedy_follower(p, rh->item[0], (uint32_t)best)))
             best = rh->item[0];
     }
@@ -368,6 +389,7 @@ static int place_greedy(struct placer *p, int32_t racks, int32_t partitions, int
         int32_t *row = out + (size_t)part * (size_t)replication;
 
         memset(p->rack_in_partition, 0, (size_t)racks);
+        p->stash_len = 0;
         for (int32_t slot = 0; slot < replication; slot++) {
             size_t i = slot == 0 ? (p->leader_heap.len > 0 ? p->leader_heap.item[0] : p->n)
                                  : pick_follower(p, racks);
@@ -378,14 +400,12 @@ static int place_greedy(struct placer *p, int32_t racks, int32_t partitions, int
             p->row[slot] = (uint32_t)i;
             row[slot] = p->brokers[i].id;
         }
-        /* Back into their racks' heaps for the next partition, if room is left. */
-        for (int32_t slot = 0; slot < replication; slot++) {
-            uint32_t i = p->row[slot];
-
-            p->in_partition[i] = 0;
-            if (p->headroom[i] > 0)
-                heap_push(p, &p->rack_heaps[p->brokers[i].rack], i);
-        }
+        for (int32_t slot = 0; slot < replication; slot++)
+            p->in_partition[p->row[slot]] = 0;
+        /* Those that surfaced go back into their racks' heaps (they have room left:
+         * a broker without leaves its heap when it takes its last replica). */
+        for (uint32_t k = 0; k < p->stash_len; k++)
+            heap_push(p, &p->rack_heaps[p->brokers[p->stash[k]].rack], p->stash[k]);
     }
     return 0;
 }
@@ -458,8 +478,9 @@ static bool may_fit(const ka_place_broker_t *brokers, size_t n, int32_t partitio
 static void *placer_alloc(struct placer *p, size_t n, size_t racks, size_t replication,
                           ka_place_scratch_t *scratch)
 {
-    size_t size = racks * sizeof(struct heap) + (7 * n + racks) * sizeof(int64_t) +
-                  (4 * n + replication + 4 * racks) * sizeof(uint32_t) + n + racks;
+    size_t size = 2 * n * sizeof(ka_order_t) + racks * sizeof(struct heap) +
+                  (5 * n + racks) * sizeof(int64_t) +
+                  (4 * n + 2 * replication + 4 * racks) * sizeof(uint32_t) + n + racks;
     uint8_t *at;
 
     if (scratch->size < size) {
@@ -474,19 +495,20 @@ static void *placer_alloc(struct placer *p, size_t n, size_t racks, size_t repli
         p->field = (void *)at;                                                                     \
         at += (count) * sizeof(*p->field);                                                         \
     } while (0)
+    CARVE(lkey, n); /* 16-byte entries first, on malloc's alignment */
+    CARVE(rkey, n);
     CARVE(rack_heaps, racks);
     CARVE(headroom, n);
     CARVE(assigned, n);
     CARVE(leaders, n);
     CARVE(order, n);
-    CARVE(lkey, n);
-    CARVE(rkey, n);
     CARVE(rank, n);
     CARVE(rack_assigned, racks);
     CARVE(lpos, n);
     CARVE(rpos, n);
     CARVE(heap_items, 2 * n);
     CARVE(row, replication);
+    CARVE(stash, replication);
     CARVE(rack_size, racks);
     CARVE(rack_pulled, racks);
     CARVE(rack_fresh, racks);
