@@ -130,6 +130,9 @@ static const metric_row_t rows[] = {
          "Cluster-view refreshes by the metadata client, by result (ok: a view was built)."),
     LROW("metadata_refreshes_total", "result=\"failed\"", metadata_refresh_failures, "counter",
          NULL),
+    ROW("metadata_refresh_idle", metadata_refresh_idle, "gauge",
+        "1 while no admission request came for metadata.refresh.idle.interval.ms and the view "
+        "is refreshed at that interval."),
     ROW("cluster_view_partial", view_partial, "gauge",
         "1 while the cluster view may be partial (the broker hosts replicas the view lacks, or "
         "the check is refused); enforce mode then refuses admission requests."),

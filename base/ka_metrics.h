@@ -116,6 +116,7 @@ typedef struct ka_metrics {
     uint64_t metadata_refreshes;        /* cluster views built */
     uint64_t metadata_refresh_failures; /* refresh attempts that failed */
     uint64_t metadata_offloop_us_sum;   /* worker time decoding Metadata and building views */
+    uint64_t metadata_refresh_idle;     /* gauge: 1 while refreshing at the idle interval */
     uint64_t view_partial;              /* gauge: 1 while the view may be partial */
     uint64_t view_checks_complete;      /* log-directory checks that found every topic */
     uint64_t view_checks_missing;       /* checks that found replicas the view lacks */

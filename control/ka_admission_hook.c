@@ -154,6 +154,7 @@ static int defer_cb(void *user, void (*wake)(void *arg), void *arg)
     }
     a->waiters[a->nwaiters++] = (waiter_t){wake, arg};
     ka_server_metrics(a->srv)->adm_deferred++;
+    ka_mdc_note_request(a->mdc); /* the first request after idleness waits here */
     ka_mdc_refresh(a->mdc);
     return 0;
 }
@@ -359,6 +360,7 @@ static int apply_outcome(ka_admission_t *a, const ka_frame_header_t *hdr, ka_adm
                KA_KS("detail", o->message));
     }
     if (o->decided) {
+        ka_mdc_note_request(a->mdc);
         m->adm_decisions[o->api][o->decision][o->reason]++;
         uint64_t took = uv_hrtime() - started_ns;
         ka_metrics_observe_decision(m, o->api, took);
@@ -670,6 +672,8 @@ int ka_admission_start(ka_server_t *srv, ka_policy_t *policy, char *err, size_t 
         snprintf(err, errlen, "cannot start the metadata client: %s", ka_strerror(rc));
         return rc;
     }
+    ka_mdc_set_interval(a->mdc, ka_policy_metadata_refresh_interval_ms(policy),
+                        ka_policy_metadata_refresh_idle_interval_ms(policy));
     ka_mdc_set_security(a->mdc, ka_server_upstream_security(srv));
     ka_mdc_set_pool(a->mdc, ka_server_pool(srv));
     if (ka_server_config(srv)->ledger && (rc = ledger_start(a, err, errlen)) < 0) {
@@ -714,7 +718,8 @@ void ka_admission_set_policy(ka_admission_t *a, ka_policy_t *policy)
     a->policy = policy;
     ka_policy_unref(old);
     ka_audit_setup(ka_server_metrics(a->srv), ka_policy_unknown_principal(policy));
-    ka_mdc_set_interval(a->mdc, ka_policy_metadata_refresh_interval_ms(policy));
+    ka_mdc_set_interval(a->mdc, ka_policy_metadata_refresh_interval_ms(policy),
+                        ka_policy_metadata_refresh_idle_interval_ms(policy));
 }
 
 ka_policy_t *ka_admission_policy(const ka_admission_t *a)

@@ -7,8 +7,9 @@
  * [SASL_HANDSHAKE -> SASL_AUTH, once per SASL round, ka_mdc_sasl.c] ->
  * IDLE; a refresh runs METADATA -> DECODING -> [CLUSTER] -> [CONFIGS] ->
  * [LOGDIRS, every KA_LOGDIRS_INTERVAL_MS] -> BUILDING -> IDLE, keeping each answer, and hands them
- * to ka_view_build. Any error closes the connection, reports a failed attempt and reconnects after
- * the backoff. Every request is sent in enter(), so the waiting states can be read in one place.
+ * to ka_view_build. The periodic refresh slows down while no request is judged (ka_mdc_idle.h). Any
+ * error closes the connection, reports a failed attempt and reconnects after the backoff. Every
+ * request is sent in enter(), so the waiting states can be read in one place.
  *
  * Off the loop: the Metadata answer grows with the cluster (tens of MiB and
  * tens of milliseconds to decode at a few hundred thousand partitions), and
@@ -32,6 +33,7 @@
 #include "ka_log.h"
 #include "ka_loop_watch.h"
 #include "ka_mdc_conn.h"
+#include "ka_mdc_idle.h"
 #include "ka_mdc_refresh.h"
 #include "ka_mdc_sasl.h"
 #include "ka_protocol.h"
@@ -77,7 +79,7 @@ struct ka_mdc {
 
     enum state st;
     int refresh_wanted; /* a refresh should run once connected */
-    int64_t interval_ms;
+    ka_mdc_idle_t idle; /* the refresh's intervals, and which one runs (ka_mdc_idle.h) */
     uint64_t backoff_ms;
     int32_t next_cid;
     int32_t expect_cid;
@@ -100,6 +102,7 @@ struct ka_mdc {
 
 static void start_connect(ka_mdc_t *c);
 static void start_refresh(ka_mdc_t *c);
+static void refresh_timer_cb(uv_timer_t *t);
 
 static int64_t now_ms(ka_mdc_t *c)
 {
@@ -185,8 +188,7 @@ static void conn_error_cb(void *owner, const char *step, const char *detail)
 
 static void timeout_cb(uv_timer_t *t)
 {
-    ka_mdc_t *c = t->data;
-    fail(c, "timeout", "no response within 30 s");
+    fail(t->data, "timeout", "no response within 30 s");
 }
 
 /* The API each waiting state expects an answer of, and at which version. */
@@ -694,9 +696,21 @@ static void start_refresh(ka_mdc_t *c)
     }
 }
 
+/* The periodic refresh at the mode's period; quiet_ms >= 0: the mode changed, say so. */
+static void arm_refresh(ka_mdc_t *c, int64_t quiet_ms)
+{
+    uint64_t period = (uint64_t)ka_mdc_idle_period(&c->idle);
+    uv_timer_start(&c->refresh_timer, refresh_timer_cb, period, period);
+    if (quiet_ms >= 0)
+        ka_mdc_idle_announce(&c->idle, c->name, quiet_ms, c->metrics);
+}
+
 static void refresh_timer_cb(uv_timer_t *t)
 {
     ka_mdc_t *c = t->data;
+    int64_t quiet = ka_mdc_idle_tick(&c->idle, now_ms(c));
+    if (quiet >= 0)
+        arm_refresh(c, quiet);
     if (c->st == ST_IDLE)
         start_refresh(c);
     else if (c->st == ST_DOWN)
@@ -720,13 +734,16 @@ int ka_mdc_connected(const ka_mdc_t *c)
     return c->st >= ST_IDLE;
 }
 
-void ka_mdc_set_interval(ka_mdc_t *c, int64_t interval_ms)
+void ka_mdc_note_request(ka_mdc_t *c)
 {
-    if (interval_ms < 100)
-        interval_ms = 100;
-    c->interval_ms = interval_ms;
-    uv_timer_start(&c->refresh_timer, refresh_timer_cb, (uint64_t)interval_ms,
-                   (uint64_t)interval_ms);
+    int64_t quiet = ka_mdc_idle_activity(&c->idle, now_ms(c));
+    if (quiet >= 0) /* else the timer runs on: steady requests must not postpone it */
+        arm_refresh(c, quiet);
+}
+
+void ka_mdc_set_interval(ka_mdc_t *c, int64_t interval_ms, int64_t idle_interval_ms)
+{
+    arm_refresh(c, ka_mdc_idle_set(&c->idle, interval_ms, idle_interval_ms, now_ms(c)));
 }
 
 int ka_mdc_start(uv_loop_t *loop, const struct sockaddr *upstream, const char *upstream_name,
@@ -756,7 +773,8 @@ int ka_mdc_start(uv_loop_t *loop, const struct sockaddr *upstream, const char *u
     c->handles = 2;
     if (ka_loop_watch_start(loop, metrics, &c->watch) < 0)
         c->watch = NULL; /* the client works without it */
-    ka_mdc_set_interval(c, interval_ms);
+    ka_mdc_idle_init(&c->idle, interval_ms, now_ms(c));
+    ka_mdc_set_interval(c, interval_ms, interval_ms);
     c->refresh_wanted = 1;
     /* The first connection waits a loop turn, so that ka_mdc_set_security
      * and ka_mdc_set_pool, called right after start, cover it; meanwhile

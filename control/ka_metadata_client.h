@@ -68,7 +68,14 @@ void ka_mdc_set_security(ka_mdc_t *c, const ka_mdc_security_t *sec);
 void ka_mdc_set_pool(ka_mdc_t *c, ka_pool_t *pool);
 /* Starts a refresh now unless one is running (its result will do). */
 void ka_mdc_refresh(ka_mdc_t *c);
-void ka_mdc_set_interval(ka_mdc_t *c, int64_t interval_ms);
+/*
+ * The periodic refresh's interval, and the longer one it runs at once no
+ * request was judged for idle_interval_ms (ka_mdc_idle.h); idle_interval_ms
+ * not above interval_ms: no idle mode.
+ */
+void ka_mdc_set_interval(ka_mdc_t *c, int64_t interval_ms, int64_t idle_interval_ms);
+/* A request the admission hook judges came: an idle client returns to the normal interval. */
+void ka_mdc_note_request(ka_mdc_t *c);
 /* True when the connection is down (waiting out the reconnect backoff). */
 int ka_mdc_down(const ka_mdc_t *c);
 /* True once the connection is up and the broker's versions are known. */

@@ -102,6 +102,7 @@ void ka_policy_set_defaults(ka_policy_t *p, uint64_t version)
     p->refresh_interval_ms = 30000;
     p->max_staleness_ms = 120000;
     p->refresh_before_decision_ms = 5000;
+    p->refresh_idle_interval_ms = -1;
     p->reservation_expiry_ms = 300000;
     p->override_count = 0;
     p->overrides = NULL;
@@ -234,6 +235,8 @@ static int parse_key(ka_policy_t *p, const char *key, const json_t *v, char *err
         CHECK(ka_policy_get_int(v, key, 1000, MS_MAX, &p->max_staleness_ms, err, errlen));
     } else if (strcmp(key, "metadata.refresh.before.decision.ms") == 0) {
         CHECK(ka_policy_get_int(v, key, 0, MS_MAX, &p->refresh_before_decision_ms, err, errlen));
+    } else if (strcmp(key, "metadata.refresh.idle.interval.ms") == 0) {
+        CHECK(ka_policy_get_int(v, key, 100, MS_MAX, &p->refresh_idle_interval_ms, err, errlen));
     } else if (strcmp(key, "reservation.expiry.ms") == 0) {
         CHECK(ka_policy_get_int(v, key, 1000, MS_MAX, &p->reservation_expiry_ms, err, errlen));
     } else if (ka_rules_is_key(key)) {
@@ -243,13 +246,26 @@ static int parse_key(ka_policy_t *p, const char *key, const json_t *v, char *err
                         "%.60s: unknown key; the known keys are max.broker.partitions, brokers, "
                         "max.partitions, enforcement, reject.error.code, auto.assignment, "
                         "metadata.refresh.interval.ms, metadata.max.staleness.ms, "
-                        "metadata.refresh.before.decision.ms, reservation.expiry.ms, "
+                        "metadata.refresh.before.decision.ms, metadata.refresh.idle.interval.ms, "
+                        "reservation.expiry.ms, "
                         "topic.name.pattern, protected.topics, topic.rules, principals and "
                         "principal.unknown",
                         key);
         return KA_EINVALID;
     }
     return 0;
+}
+
+#define IDLE_INTERVAL_DEFAULT_MS 90000
+
+int64_t ka_policy_metadata_refresh_idle_interval_ms(const ka_policy_t *p)
+{
+    if (p->refresh_idle_interval_ms >= 0)
+        return p->refresh_idle_interval_ms;
+    int64_t ms = IDLE_INTERVAL_DEFAULT_MS;
+    if (ms > p->max_staleness_ms / 4 * 3)
+        ms = p->max_staleness_ms / 4 * 3;
+    return ms < p->refresh_interval_ms ? p->refresh_interval_ms : ms;
 }
 
 /* Relations between keys, checked once every key has its value. */
@@ -269,6 +285,16 @@ static int check_relations(const ka_policy_t *p, char *err, size_t errlen)
             "metadata.refresh.before.decision.ms: must not exceed metadata.max.staleness.ms "
             "(%" PRId64 "), got %" PRId64,
             p->max_staleness_ms, p->refresh_before_decision_ms);
+        return KA_EINVALID;
+    }
+    if (p->refresh_idle_interval_ms >= 0 && (p->refresh_idle_interval_ms < p->refresh_interval_ms ||
+                                             p->refresh_idle_interval_ms > p->max_staleness_ms)) {
+        ka_error_printf(err, errlen,
+                        "metadata.refresh.idle.interval.ms: must be at least "
+                        "metadata.refresh.interval.ms (%" PRId64
+                        ") and at most metadata.max.staleness.ms (%" PRId64
+                        "), or an idle sidecar's view goes stale, got %" PRId64,
+                        p->refresh_interval_ms, p->max_staleness_ms, p->refresh_idle_interval_ms);
         return KA_EINVALID;
     }
     if (p->reservation_expiry_ms <= p->max_staleness_ms) {

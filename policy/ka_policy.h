@@ -94,6 +94,13 @@ enum ka_auto_assignment ka_policy_auto_assignment(const ka_policy_t *policy);
 int64_t ka_policy_metadata_refresh_interval_ms(const ka_policy_t *policy);
 int64_t ka_policy_metadata_max_staleness_ms(const ka_policy_t *policy);
 int64_t ka_policy_metadata_refresh_before_decision_ms(const ka_policy_t *policy);
+/*
+ * metadata.refresh.idle.interval.ms in force: the key's value, or when it is
+ * not set 90 s bounded by the other keys (at least metadata.refresh.interval.ms,
+ * at most three quarters of metadata.max.staleness.ms, so that an idle view
+ * never nears staleness). Equal to the refresh interval: no idle mode.
+ */
+int64_t ka_policy_metadata_refresh_idle_interval_ms(const ka_policy_t *policy);
 int64_t ka_policy_reservation_expiry_ms(const ka_policy_t *policy);
 
 #endif

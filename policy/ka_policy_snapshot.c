@@ -45,6 +45,8 @@ char *ka_policy_serialize(const ka_policy_t *p)
     bad |= add_int(root, "metadata.refresh.interval.ms", p->refresh_interval_ms);
     bad |= add_int(root, "metadata.max.staleness.ms", p->max_staleness_ms);
     bad |= add_int(root, "metadata.refresh.before.decision.ms", p->refresh_before_decision_ms);
+    if (p->refresh_idle_interval_ms >= 0) /* unset stays unset: it follows the other keys */
+        bad |= add_int(root, "metadata.refresh.idle.interval.ms", p->refresh_idle_interval_ms);
     bad |= add_int(root, "reservation.expiry.ms", p->reservation_expiry_ms);
     bad |= ka_rules_to_json(p->rules, root) < 0;
     if (!bad)
@@ -185,6 +187,7 @@ int ka_policy_equal(const ka_policy_t *a, const ka_policy_t *b)
            a->refresh_interval_ms == b->refresh_interval_ms &&
            a->max_staleness_ms == b->max_staleness_ms &&
            a->refresh_before_decision_ms == b->refresh_before_decision_ms &&
+           a->refresh_idle_interval_ms == b->refresh_idle_interval_ms &&
            a->reservation_expiry_ms == b->reservation_expiry_ms &&
            a->override_count == b->override_count &&
            (a->override_count == 0 ||

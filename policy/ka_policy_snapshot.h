@@ -26,6 +26,7 @@ struct ka_policy {
     int64_t refresh_interval_ms;
     int64_t max_staleness_ms;
     int64_t refresh_before_decision_ms;
+    int64_t refresh_idle_interval_ms; /* -1: not set, follows the other keys */
     int64_t reservation_expiry_ms;
     size_t override_count;
     /* Sorted by broker_id so that lookups are a binary search and the

@@ -4,6 +4,8 @@ set(KA_CONTROL_TEST_DIR ${CMAKE_CURRENT_LIST_DIR}/control)
 ka_unit_test(test_control_scram SOURCES ${KA_CONTROL_TEST_DIR}/test_scram.c LIBS ka_control_core)
 ka_unit_test(test_control_mdc_logdirs SOURCES ${KA_CONTROL_TEST_DIR}/test_mdc_logdirs.c
   LIBS ka_control_core)
+ka_unit_test(test_control_mdc_idle SOURCES ${KA_CONTROL_TEST_DIR}/test_mdc_idle.c
+  LIBS ka_control_core)
 ka_unit_test(test_control_policy_store
   SOURCES ${KA_CONTROL_TEST_DIR}/test_policy_store.c LIBS ka_control)
 ka_unit_test(test_control_mdc_conn SOURCES ${KA_CONTROL_TEST_DIR}/test_mdc_conn.c LIBS ka_control)

@@ -37,6 +37,7 @@ BROKEN = [
     {"reject.error.code": 0},
     {"auto.assignment": "random"},
     {"metadata.refresh.interval.ms": 50},
+    {"metadata.refresh.idle.interval.ms": 50},
     {"reservation.expiry.ms": 86400001},
     {"max.partitions": "100"},
     {"topic.rules": [{"match": "a", "replication.factor.mni": 2}]},
