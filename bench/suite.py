@@ -8,7 +8,8 @@ Parts (each repetition interleaves the paths, rotating which goes first):
   producer  kafka-producer-perf-test with --warmup-records (KIP-1052): steady state apart from
             warmup; direct, kadmit, haproxy, each on its own broker listener
   consumer  kafka-consumer-perf-test on the same three paths
-  sweep     producer throughput with 10 .. 10,000 partitions, direct and through kadmit
+  sweep     producer throughput with 10 .. ~19,000 partitions on one broker, direct and through
+            kadmit; records grow with the partitions, and each point waits for the broker's logs
   limit     kadmit with a max.broker.partitions policy: topics are created until rejected (88),
             and the broker's partition count stays at or below the limit
   ledger    the latency the cluster-wide ledger adds to an admitted CreateTopics, 3 brokers,
@@ -67,8 +68,10 @@ PARAMS = {
     "BENCH_FWD_SECONDS": (5, 1, "measured seconds per forwarding run"),
     "BENCH_FWD_SHAPES": ("4x16x1024,4x4x65536", "2x8x1024", "conns x depth x request bytes"),
     "BENCH_SWEEP": ("10,100,1000,10000", "", "partition counts of the sweep (empty: skip)"),
-    "BENCH_SWEEP_RECORDS": (150000, 0, "producer records per sweep run (after warmup)"),
-    "BENCH_SWEEP_WARMUP": (50000, 0, "warmup records per sweep run"),
+    "BENCH_SWEEP_RECORDS": (150000, 0, "producer records per sweep run (after warmup), at least"),
+    "BENCH_SWEEP_WARMUP": (50000, 0, "warmup records per sweep run, at least"),
+    "BENCH_SWEEP_PER_PARTITION": (16, 0, "sweep records per partition per run (64 x 1 KiB fill "
+                                  "one batch.size); warmup is a quarter of it"),
     "BENCH_LIMIT_HEADROOM": (100, 0, "limit run: max.broker.partitions = current + this (0: skip)"),
     "BENCH_TLS_RECORDS": (300000, 20000, "producer records per TLS run, both legs TLS (0: skip)"),
     "BENCH_LEDGER_CREATES": (200, 0, "sequential creates per path of the ledger part (0: skip)"),
@@ -258,7 +261,9 @@ class BenchCluster(kc.KafkaCluster):
                 elif ln.startswith("listener.security.protocol.map="):
                     ln += ",HAPROXY:PLAINTEXT"
                 lines.append(ln)
-            # the 10,000-partition sweep point wants more than the tests' heap
+            # a deleted sweep topic keeps one open file per partition until its logs are gone;
+            # the next point must not start beside them (the broker's default delay is 60 s)
+            lines.append("log.segment.delete.delay.ms=1000")
             n.config.write_text("\n".join(lines) + "\n")
 
 
@@ -266,7 +271,11 @@ class Kafka:
     def __init__(self, p: dict, workdir: Path):
         self.p = p
         self.dir = workdir / "cluster"
-        self.c = BenchCluster(self.dir, p["BENCH_BROKERS"], heap="-Xms1g -Xmx2g")
+        # the tests' heap is too small for the sweep: 2 GiB, and 1 GiB more per 10,000
+        # partitions beyond 10,000 on a broker
+        most = max(sweep_counts(p), default=0) // p["BENCH_BROKERS"]
+        heap_gib = 2 + max(0, -(-(most - 10000) // 10000))
+        self.c = BenchCluster(self.dir, p["BENCH_BROKERS"], heap=f"-Xms1g -Xmx{heap_gib}g")
         self.sidecars = kc.Sidecars(self.c)
         self.hap: kc.Proc | None = None
         self.workdir = workdir
@@ -415,28 +424,113 @@ def bench_kafka(k: Kafka, p: dict) -> dict:
                          "median": summarize(cons, ("fetch_mb_per_s", "mb_per_s"))}}
 
 
-def bench_sweep(k: Kafka, p: dict) -> list[dict]:
-    out = []
-    counts = [int(x) for x in p["BENCH_SWEEP"].split(",") if x.strip()]
-    for i, n in enumerate(counts):
+def sweep_counts(p: dict) -> list[int]:
+    return [int(x) for x in p["BENCH_SWEEP"].split(",") if x.strip()]
+
+
+def sweep_records(p: dict, n: int) -> tuple[int, int]:
+    """Records and warmup records of each run at n partitions. The producer's partitioner
+    stays on a partition for one batch.size (64 KiB: 64 records of 1 KiB) before it moves on,
+    so a fixed count would leave most of a large topic's partitions unwritten."""
+    per = p["BENCH_SWEEP_PER_PARTITION"]
+    return max(p["BENCH_SWEEP_RECORDS"], n * per), max(p["BENCH_SWEEP_WARMUP"], n * per // 4)
+
+
+# What a broker needs per partition it hosts, measured here on Kafka 4.4 (one segment per
+# partition): one open file (the active segment's log; its indexes are mapped, and the file
+# behind a mapping is closed) and two memory maps (offset and time index), plus a base of
+# about 160 files and 430 maps. The margins cover that base, client sockets and the JVM.
+SWEEP_FILES_BASE, SWEEP_MAPS_BASE = 1000, 5000
+
+
+def sweep_check(p: dict) -> None:
+    """Fails before any broker starts when a sweep point needs more open files or memory maps
+    than this machine gives one process, naming the limit to raise."""
+    brokers, rf = p["BENCH_BROKERS"], min(3, p["BENCH_BROKERS"])
+    files = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    maps = int(Path("/proc/sys/vm/max_map_count").read_text())
+    for n in sweep_counts(p):
+        hosted = -(-n * rf // brokers)
+        if hosted + SWEEP_FILES_BASE > files:
+            sys.exit(f"sweep: {n} partitions put {hosted} on a broker, which needs about "
+                     f"{hosted + SWEEP_FILES_BASE} open files (one per partition's log segment); "
+                     f"the hard limit on open files (ulimit -Hn, RLIMIT_NOFILE) is {files}, so "
+                     f"one broker here holds at most {files - SWEEP_FILES_BASE} partitions. Raise "
+                     "the hard limit (limits.conf, or the container's nofile ulimit) or drop the "
+                     "point from BENCH_SWEEP.")
+        if 2 * hosted + SWEEP_MAPS_BASE > maps:
+            sys.exit(f"sweep: {n} partitions put {hosted} on a broker, which needs about "
+                     f"{2 * hosted + SWEEP_MAPS_BASE} memory maps (two index files per "
+                     f"partition); sysctl vm.max_map_count is {maps}. Raise it (sysctl -w "
+                     f"vm.max_map_count={max(262144, 4 * hosted)}) or drop the point from "
+                     "BENCH_SWEEP.")
+
+
+def broker_files(k: Kafka) -> dict:
+    """The largest open-file and memory-map counts among the brokers (from /proc)."""
+    fds, maps = 0, 0
+    for node in k.c.nodes:
+        pid = node.proc.pid()
+        try:
+            fds = max(fds, len(os.listdir(f"/proc/{pid}/fd")))
+            with open(f"/proc/{pid}/maps") as f:
+                maps = max(maps, sum(1 for _ in f))
+        except (OSError, TypeError):
+            pass
+    return {"open_files": fds, "maps": maps}
+
+
+def topic_logs(k: Kafka, topic: str) -> int:
+    """Partition directories of topic in the brokers' log dirs, the ones being deleted too."""
+    pat = re.compile(re.escape(topic) + r"-\d+(\.|$)")
+    return sum(1 for node in k.c.nodes for d in (node.dir / "data").iterdir()
+               if pat.match(d.name))
+
+
+def wait_logs(k: Kafka, topic: str, want: int, timeout: float) -> None:
+    """Waits until the brokers hold want partition logs of topic (want 0: all deleted). The
+    controller answers a create long before the broker has made each log (about 100 a second
+    here), and a producer that starts earlier measures the broker's log creation."""
+    deadline = time.monotonic() + timeout
+    while (have := topic_logs(k, topic)) != want:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{topic}: {have} partition logs on disk after {timeout:.0f} s, "
+                               f"waiting for {want}")
+        time.sleep(1)
+
+
+def bench_sweep(k: Kafka, p: dict, out: list[dict]) -> None:
+    """Appends one row per point to out as it completes, so a run cut short keeps its points."""
+    for i, n in enumerate(sweep_counts(p)):
         topic = f"sweep-{n}"
+        records, warmup = sweep_records(p, n)
+        row = {"partitions": n, "records": records, "warmup": warmup, "load_start": load_triplet()}
         t0 = time.monotonic()
         k.create(topic, n)
-        created = time.monotonic() - t0
-        # the first producer after a topic is created is much slower (the broker is still
-        # busy with the new partitions), whichever path it takes: one unmeasured priming run
-        produce(k, "direct", topic, p["BENCH_SWEEP_WARMUP"], 0)
-        row = {"partitions": n, "create_s": created, "prime_s": time.monotonic() - t0 - created}
+        row["create_s"] = time.monotonic() - t0
+        wait_logs(k, topic, n * k.rf, timeout=max(600, n / 10))
+        row["logs_s"] = time.monotonic() - t0
+        row["broker_after_create"] = broker_files(k)
+        log(f"sweep {n} partitions: created in {row['create_s']:.0f} s, logs on disk after "
+            f"{row['logs_s']:.0f} s; broker {row['broker_after_create']}; {records} records "
+            f"after {warmup} warmup per run")
+        # the first producer on a new topic is slower whichever path it takes: one unmeasured
+        # priming run of the warmup count
+        t1 = time.monotonic()
+        produce(k, "direct", topic, warmup, 0)
+        row["prime_s"] = time.monotonic() - t1
         order = ("direct", "kadmit") if i % 2 == 0 else ("kadmit", "direct")
         for path in order:
-            res = produce(k, path, topic, p["BENCH_SWEEP_RECORDS"], p["BENCH_SWEEP_WARMUP"])
+            res = produce(k, path, topic, records, warmup)
             row[path] = res
             log(f"sweep {n} partitions {path}: steady {res['steady']['mb_per_s']:.1f} MB/s, "
                 f"p99 {res['steady']['p99_ms']:.0f} ms ({res['wall_s']:.0f} s)")
+        row["broker_after_runs"] = broker_files(k)
         k.delete(topic)
+        wait_logs(k, topic, 0, timeout=max(600, n / 10))
         row["wall_s"] = time.monotonic() - t0
+        row["load_end"] = load_triplet()
         out.append(row)
-    return out
 
 
 # --- the policy holding a broker at its limit -----------------------------------------------
@@ -662,17 +756,28 @@ def markdown(res: dict) -> str:
     sw = res.get("sweep")
     if sw:
         L += ["## Partition sweep (producer, steady state)", "",
-              f"{p['BENCH_SWEEP_RECORDS']} records of {p['BENCH_RECORD_SIZE']} B after "
-              f"{p['BENCH_SWEEP_WARMUP']} warmup records per run; one topic of N partitions, "
-              "primed by one unmeasured run of the warmup count before the measured runs.", ""]
-        L += table(["partitions", "create s", "direct MB/s", "kadmit MB/s", "ratio",
-                    "direct p99 ms", "kadmit p99 ms", "point wall s"],
-                   [[r["partitions"], f"{r['create_s']:.0f}",
+              f"Records of {p['BENCH_RECORD_SIZE']} B per run: the larger of "
+              f"{p['BENCH_SWEEP_RECORDS']} and {p.get('BENCH_SWEEP_PER_PARTITION', 0)} per "
+              f"partition, after warmup records (the larger of {p['BENCH_SWEEP_WARMUP']} and a "
+              "quarter of that); one topic of N partitions, primed by one unmeasured run of the "
+              "warmup count once the broker holds every partition's log. create s: until the "
+              "controller has the topic; logs s: until every log is on the broker's disk. "
+              "Broker files and maps: its open files and memory maps after the runs.", ""]
+        L += table(["partitions", "records/run", "create s", "logs s", "direct MB/s",
+                    "kadmit MB/s", "ratio", "direct p99 ms", "kadmit p99 ms", "broker files",
+                    "broker maps", "point wall s", "load avg"],
+                   [[r["partitions"], r.get("records", p["BENCH_SWEEP_RECORDS"]),
+                     f"{r['create_s']:.0f}",
+                     f"{r['logs_s']:.0f}" if "logs_s" in r else "",
                      f"{r['direct']['steady']['mb_per_s']:.1f}",
                      f"{r['kadmit']['steady']['mb_per_s']:.1f}",
                      f"{ratio(r['kadmit']['steady']['mb_per_s'], r['direct']['steady']['mb_per_s']):.3f}",
                      f"{r['direct']['steady']['p99_ms']:.0f}",
-                     f"{r['kadmit']['steady']['p99_ms']:.0f}", f"{r['wall_s']:.0f}"] for r in sw])
+                     f"{r['kadmit']['steady']['p99_ms']:.0f}",
+                     r.get("broker_after_runs", {}).get("open_files", ""),
+                     r.get("broker_after_runs", {}).get("maps", ""), f"{r['wall_s']:.0f}",
+                     f"{r['load_start'][0]:.1f} -> {r['load_end'][0]:.1f}"
+                     if "load_end" in r else ""] for r in sw])
     lim = res.get("limit")
     if lim:
         L += ["## Policy at its limit", "",
@@ -850,7 +955,9 @@ def main() -> int:
     (out / "logs").mkdir(exist_ok=True)
     LOGS.append(out / "logs")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # 10,000 partitions need fds
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the brokers inherit it
+    if "sweep" in parts:
+        sweep_check(p)
 
     t0 = time.monotonic()
     res = {"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
@@ -878,7 +985,8 @@ def main() -> int:
                 if "kafka" in parts:
                     res["kafka"] = bench_kafka(k, p)
                 if "sweep" in parts and p["BENCH_SWEEP"]:
-                    res["sweep"] = bench_sweep(k, p)
+                    res["sweep"] = []
+                    bench_sweep(k, p, res["sweep"])
                 if "limit" in parts and p["BENCH_LIMIT_HEADROOM"] > 0:
                     res["limit"] = bench_limit(k, p, workdir)
             finally:
