@@ -86,6 +86,16 @@ class Env:
         assert p.returncode == 0, p.stdout + p.stderr
         return topic in p.stdout.split()
 
+    def created(self, topic: str, timeout: float = 30.0) -> bool:
+        """Whether an admitted topic shows up: a broker lists it only after applying the records
+        the controller committed before answering."""
+        deadline = time.monotonic() + timeout
+        while not self.exists(topic):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.5)
+        return True
+
     def java(self, *args: str) -> str:
         props = self.d / "java.properties"
         if not props.exists():
@@ -156,7 +166,7 @@ def test_kafka_topics_create_within_the_bounds_is_admitted(env: Env):
     t = uniq("team-a")
     p = env.create(t, "min.insync.replicas=2", "retention.ms=86400000", "cleanup.policy=delete")
     assert p.returncode == 0, p.stdout + p.stderr
-    assert env.exists(t)
+    assert env.created(t)
     assert "retention.ms=86400000" in env.broker_config(t)
 
 

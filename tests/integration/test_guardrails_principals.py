@@ -172,6 +172,16 @@ class Env:
                                    topics=[topic])["topics"]
         return t["error"] == 0
 
+    def created(self, topic: str, timeout: float = 30.0) -> bool:
+        """Whether an admitted topic shows up: the controller answers CreateTopics once its
+        records are committed, and a broker lists the topic only after applying them."""
+        deadline = time.monotonic() + timeout
+        while not self.exists(topic):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+        return True
+
 
 @pytest.fixture(scope="module")
 def env(request):
@@ -205,7 +215,7 @@ def test_audit_events_carry_principal_client_address_client_id_and_rule(env):
     topic = uniq("team-a.audited")
     rc, out = env.kafka_topics_create("alice", "alice-topics", topic, 3, 2)
     assert rc == 0, out
-    assert env.exists(topic)
+    assert env.created(topic)
     events = env.audit(topic)
     assert events, "no audit event for " + topic
     (e,) = events
@@ -262,7 +272,7 @@ def test_bobs_rules_differ_from_alices(env):
     assert results[ok][0] == 0, results
     assert results[big][0] != 0 and "team-b" in (results[big][1] or ""), results
     assert results[alices][0] != 0 and "User:bob" in (results[alices][1] or ""), results
-    assert env.exists(ok) and not env.exists(big) and not env.exists(alices)
+    assert env.created(ok) and not env.exists(big) and not env.exists(alices)
     for topic, verdict in ((ok, "admit"), (big, "reject"), (alices, "reject")):
         (e,) = env.audit(topic)
         assert e["principal"] == "User:bob" and e["client_id"] == "bob-ck", e
@@ -281,7 +291,7 @@ def test_cruise_control_passes_a_topic_rule_but_not_max_broker_partitions(env):
     results = env.java_create("cruise-control", "cc-java", [(huge, BROKER_LIMIT * 2, 3)])
     assert results[huge].startswith("ERROR"), results
     assert "max.broker.partitions" in results[huge], results
-    assert env.exists(wide) and not env.exists(huge)
+    assert env.created(wide) and not env.exists(huge)
     (e,) = env.audit(wide)
     assert e["principal"] == "User:cruise-control" and e["verdict"] == "admit", e
     (e,) = env.audit(huge)

@@ -269,8 +269,12 @@ def test_upstream_unreachable_at_start_then_recovers(rb: Rb):
     assert o["recv"] == b"" and o["close_s"] < 2.0, o  # a prompt close, not a hang
     assert "upstream connect failed" in o["log"] and "connection refused" in o["log"]
     assert o["failures"] >= 1
-    # recovered: the broker is up, kadmit is ready, admits and relays without a restart
-    assert rb.k.http("/readyz")[0] == 200
+    # recovered: the broker is up, kadmit is ready (its next probe of the broker, one a second,
+    # sees it), admits and relays without a restart
+    deadline = time.monotonic() + 10
+    while rb.k.http("/readyz")[0] != 200:
+        assert time.monotonic() < deadline, rb.k.http("/readyz")
+        time.sleep(0.2)
     assert rb.k.http("/v1/admission")[0] == 200
     md = kafka_wire.metadata(HOST, rb.port)
     assert [b[0] for b in md["brokers"]] == [1]
