@@ -8,28 +8,8 @@
 #
 #     KADMIT_TEST_PORT_BASE=1500 sh tests/tools/capture_topic_config_frames.sh
 set -eu
-repo=$(pwd)
-out="$repo/tests/data/frames/topic-configs"
-work=$(mktemp -d)
-base=${KADMIT_TEST_PORT_BASE:-0}
-sidecar=$((9091 + base))
-client=$((19091 + base))
-export KADMIT_TEST_PORT_BASE="$base"
-h="$repo/scripts/harness/kafka_cluster.py"
-bin="$repo/tests/kafka/bin"
-libs="$("$repo/tests/kafka/kafka-home")/libs"
-python3 "$h" start --brokers 1 --dir "$work/cluster"
-trap 'kill $rec 2>/dev/null || true; python3 "$h" stop --dir "$work/cluster"; rm -rf "$work"' EXIT
-record() { # CLIENT: (re)starts the recorder naming frames after CLIENT
-    [ -n "${rec:-}" ] && { kill "$rec"; wait "$rec" 2>/dev/null || true; }
-    rm -f "$work/ready"
-    python3 "$repo/tests/tools/record_frames.py" --listen "127.0.0.1:$sidecar" \
-        --upstream "127.0.0.1:$client" --out "$work/$1" --client "$1" --keep all \
-        --ready-file "$work/ready" &
-    rec=$!
-    while [ ! -f "$work/ready" ]; do sleep 0.1; done
-}
-boot="127.0.0.1:$sidecar"
+out="$(pwd)/tests/data/frames/topic-configs"
+. "$(pwd)/tests/tools/capture_lib.sh"
 record cli
 "$bin/kafka-topics" --bootstrap-server "$boot" --create --topic team-a.orders --partitions 1 \
     --replication-factor 1 --config min.insync.replicas=1 --config retention.ms=86400000
@@ -55,12 +35,6 @@ r = ConfigResource(ResourceType.TOPIC, "team-a.orders", set_config={"retention.m
 PY
 kill "$rec"; wait "$rec" 2>/dev/null || true; rec=
 # The n-th frame of each kind, named after what the step above sent.
-mkdir -p "$out"
-put() { # CLIENT API-VERSION N WHAT
-    for dir in request response; do
-        cp "$work/$1/$2-$dir-$1-$3.bin" "$out/$2-$dir-$1-$4.bin"
-    done
-}
 ls "$work/cli" "$work/java" "$work/pyrdkafka"
 put cli createtopics-v7 1 create
 put cli incrementalalterconfigs-v1 1 set-topic
