@@ -122,6 +122,18 @@ def end_offsets_total(bootstrap: str, topic: str) -> int:
     return total
 
 
+def topic_shows_up(exists, topic: str, timeout: float = 30.0, interval: float = 0.2) -> bool:
+    """Whether an admitted topic shows up within timeout, asked through exists(topic): the
+    controller answers CreateTopics once its records are committed, and a broker lists the topic
+    only after applying them."""
+    deadline = time.monotonic() + timeout
+    while not exists(topic):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+    return True
+
+
 def wait_end_offsets_total(bootstrap: str, topic: str, expected: int, timeout: float = 60.0) -> int:
     """end_offsets_total once it reaches `expected`, or its last value after `timeout`.
 

@@ -86,15 +86,8 @@ class Env:
         assert p.returncode == 0, p.stdout + p.stderr
         return topic in p.stdout.split()
 
-    def created(self, topic: str, timeout: float = 30.0) -> bool:
-        """Whether an admitted topic shows up: a broker lists it only after applying the records
-        the controller committed before answering."""
-        deadline = time.monotonic() + timeout
-        while not self.exists(topic):
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.5)
-        return True
+    def created(self, topic: str) -> bool:
+        return clients.topic_shows_up(self.exists, topic, interval=0.5)
 
     def java(self, *args: str) -> str:
         props = self.d / "java.properties"

@@ -172,15 +172,8 @@ class Env:
                                    topics=[topic])["topics"]
         return t["error"] == 0
 
-    def created(self, topic: str, timeout: float = 30.0) -> bool:
-        """Whether an admitted topic shows up: the controller answers CreateTopics once its
-        records are committed, and a broker lists the topic only after applying them."""
-        deadline = time.monotonic() + timeout
-        while not self.exists(topic):
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.2)
-        return True
+    def created(self, topic: str) -> bool:
+        return clients.topic_shows_up(self.exists, topic)
 
 
 @pytest.fixture(scope="module")
