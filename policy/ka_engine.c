@@ -129,7 +129,7 @@ void ka_work_free(struct ka_work *w)
     free(w->delta);
     free(w->shares);
     free(w->rule_used);
-    ka_place_scratch_free(&w->place_scratch);
+    ka_place_end(&w->place);
 }
 
 long ka_work_broker_index(const struct ka_work *w, int32_t broker_id)
@@ -254,15 +254,24 @@ static void keep_claim(ka_verdict_t *v, const ka_plan_t *plan, ka_broker_delta_t
  */
 static int reserve(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan)
 {
-    ka_broker_delta_t *deltas = malloc((w->broker_count + 1) * sizeof(*deltas));
-    size_t count = 0;
+    ka_broker_delta_t *deltas;
+    const uint32_t *touched = NULL;
+    size_t count = 0, used = w->broker_count;
+    bool synced = w->place_synced;
     int rc = 0;
 
-    if (deltas == NULL)
+    /* An item the session placed touched only the brokers it lists. */
+    w->place_synced = false;
+    if (synced)
+        used = ka_place_touched(&w->place, &touched);
+    if ((deltas = malloc((used + 1) * sizeof(*deltas))) == NULL)
         return KA_ENOMEM;
-    for (size_t i = 0; i < w->broker_count; i++)
+    for (size_t k = 0; k < used; k++) {
+        size_t i = synced ? touched[k] : k;
+
         if (w->delta[i] > 0)
             deltas[count++] = (ka_broker_delta_t){w->brokers[i].id, (int32_t)w->delta[i]};
+    }
     if (!plan->validate_only) {
         if (count > 0 || plan->new_partitions > 0) {
             ka_reservation_spec_t spec = {
@@ -286,8 +295,13 @@ static int reserve(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan)
         }
     }
     keep_claim(v, plan, deltas, count);
-    for (size_t i = 0; i < w->broker_count; i++)
+    for (size_t k = 0; k < used; k++) {
+        size_t i = synced ? touched[k] : k;
+
         w->current[i] += w->delta[i];
+    }
+    /* Brokers changed behind the session's back: the next placed item starts another. */
+    w->place_ready &= synced;
     w->partitions += plan->new_partitions;
     ka_work_budget_commit(w, plan->new_partitions);
     return 0;
@@ -415,22 +429,26 @@ static int place_failure(struct ka_work *w, const ka_plan_t *plan, int32_t parti
 }
 
 static int decide_place(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan,
-                        int32_t partitions, int32_t replication, uint64_t seed)
+                        int32_t partitions, int32_t replication)
 {
     size_t cells = (size_t)partitions * (size_t)replication;
     int32_t *assignment = malloc(cells * sizeof(*assignment));
     char *message = NULL;
-    int rc;
+    int rc = 0;
 
     if (assignment == NULL)
         return KA_ENOMEM;
-    for (size_t i = 0; i < w->broker_count; i++) {
-        int64_t h = w->limit[i] - w->current[i];
+    if (!w->place_ready) {
+        for (size_t i = 0; i < w->broker_count; i++) {
+            int64_t h = w->limit[i] - w->current[i];
 
-        w->brokers[i].headroom = h > 0 ? h : 0;
+            w->brokers[i].headroom = h > 0 ? h : 0;
+        }
+        rc = ka_place_begin(&w->place, w->brokers, w->broker_count, w->rack_count, w->ctx->seed);
+        w->place_ready = rc == 0;
     }
-    rc = ka_place(w->brokers, w->broker_count, w->rack_count, partitions, replication, seed,
-                  assignment, w->delta, &w->place_scratch);
+    if (rc == 0)
+        rc = ka_place_next(&w->place, partitions, replication, assignment, w->delta);
     if (rc == KA_ELIMIT) {
         free(assignment);
         rc = place_failure(w, plan, partitions, replication, &message);
@@ -453,11 +471,12 @@ static int decide_place(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *pla
     v->assignment = assignment;
     v->assignment_partitions = partitions;
     v->assignment_replication = replication;
+    w->place_synced = true;
     return reserve(w, v, plan);
 }
 
 int ka_work_decide_auto(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan,
-                        int32_t partitions, int32_t replication, uint64_t seed, bool may_place)
+                        int32_t partitions, int32_t replication, bool may_place)
 {
     char *message;
     int rc = check_max_partitions(w, plan, &message);
@@ -468,7 +487,7 @@ int ka_work_decide_auto(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *pla
     } else if (rc == 0 && may_place && !(w->exempt & KA_EXEMPT_BROKER_LIMITS) &&
                ka_policy_auto_assignment(w->ctx->policy) == KA_AUTO_ASSIGNMENT_PLACE &&
                (int64_t)partitions * replication <= KA_PLACE_MAX_REPLICAS) {
-        rc = decide_place(w, v, plan, partitions, replication, seed);
+        rc = decide_place(w, v, plan, partitions, replication);
     } else if (rc == 0) {
         bound_delta(w, partitions, replication);
         rc = check_brokers(w, w->delta, plan->advice, false, &message);

@@ -55,11 +55,6 @@ static int mark_duplicates(struct item_key *keys, size_t n, bool *dup)
     return 0;
 }
 
-static uint64_t seed_mix(uint64_t seed, size_t index)
-{
-    return seed ^ ((uint64_t)(index + 1) * 0x9e3779b97f4a7c15ull);
-}
-
 /* A deferral from take_rows: 1, or KA_ENOMEM. */
 #define defer_row(v, ...) (ka_work_defer((v), __VA_ARGS__) < 0 ? KA_ENOMEM : 1)
 
@@ -198,8 +193,7 @@ static int finish(struct ka_work *w, ka_verdict_t *verdicts, size_t count, bool 
     return rc;
 }
 
-static int create_topic(struct ka_work *w, const ka_create_topic_t *t, bool dup, uint64_t seed,
-                        ka_verdict_t *v)
+static int create_topic(struct ka_work *w, const ka_create_topic_t *t, bool dup, ka_verdict_t *v)
 {
     const ka_broker_defaults_t *defaults = ka_cluster_broker_defaults(w->ctx->view);
     ka_plan_t plan = {.kind = KA_RESERVATION_PARTITIONS,
@@ -257,12 +251,12 @@ static int create_topic(struct ka_work *w, const ka_create_topic_t *t, bool dup,
     if ((rc = ka_work_judge_rules(w, &item, v)) != 0)
         return rc < 0 ? rc : 0;
     plan.partition_count = plan.new_partitions = partitions;
-    return ka_work_decide_auto(w, v, &plan, partitions, replication, seed, true);
+    return ka_work_decide_auto(w, v, &plan, partitions, replication, true);
 }
 
 /* Judges one item of a request, found by its index in the request's array. */
 typedef int (*judge_item_fn)(struct ka_work *w, const void *items, size_t i, bool dup,
-                             uint64_t seed, ka_verdict_t *v);
+                             ka_verdict_t *v);
 
 /* Judges items[0..count) in request order (keys: one per item, taken over). */
 static int judge_each(const ka_decision_context_t *ctx, ka_verdict_t *verdicts,
@@ -280,15 +274,15 @@ static int judge_each(const ka_decision_context_t *ctx, ka_verdict_t *verdicts,
         if (w.stale)
             rc = ka_work_stale(&w, &verdicts[i]);
         else
-            rc = judge(&w, items, i, dup[i], seed_mix(ctx->seed, i), &verdicts[i]);
+            rc = judge(&w, items, i, dup[i], &verdicts[i]);
     }
     return finish(&w, verdicts, count, dup, keys, rc);
 }
 
-static int create_topic_at(struct ka_work *w, const void *items, size_t i, bool dup, uint64_t seed,
+static int create_topic_at(struct ka_work *w, const void *items, size_t i, bool dup,
                            ka_verdict_t *v)
 {
-    return create_topic(w, (const ka_create_topic_t *)items + i, dup, seed, v);
+    return create_topic(w, (const ka_create_topic_t *)items + i, dup, v);
 }
 
 int ka_engine_create_topics(const ka_decision_context_t *ctx, const ka_create_topic_t *topics,
@@ -375,7 +369,7 @@ static int continue_leaders(const ka_cluster_topic_t *topic, int32_t existing, k
 }
 
 static int create_partitions(struct ka_work *w, const ka_create_partitions_t *t, bool dup,
-                             uint64_t seed, ka_verdict_t *v)
+                             ka_verdict_t *v)
 {
     const ka_cluster_topic_t *topic = ka_cluster_find_topic(w->ctx->view, t->name);
     ka_plan_t plan = {.kind = KA_RESERVATION_PARTITIONS,
@@ -423,16 +417,16 @@ static int create_partitions(struct ka_work *w, const ka_create_partitions_t *t,
                              replication, w->unfenced_count);
     if ((rc = ka_work_judge_rules(w, &item, v)) != 0)
         return rc < 0 ? rc : 0;
-    rc = ka_work_decide_auto(w, v, &plan, added, replication, seed, true);
+    rc = ka_work_decide_auto(w, v, &plan, added, replication, true);
     if (rc == 0 && v->kind == KA_VERDICT_ADMIT_WITH_ASSIGNMENT)
         rc = continue_leaders(topic, existing, v);
     return rc;
 }
 
 static int create_partitions_at(struct ka_work *w, const void *items, size_t i, bool dup,
-                                uint64_t seed, ka_verdict_t *v)
+                                ka_verdict_t *v)
 {
-    return create_partitions(w, (const ka_create_partitions_t *)items + i, dup, seed, v);
+    return create_partitions(w, (const ka_create_partitions_t *)items + i, dup, v);
 }
 
 int ka_engine_create_partitions(const ka_decision_context_t *ctx,
@@ -556,7 +550,7 @@ static int broker_create(struct ka_work *w, ka_slice_t name, int32_t partitions,
         return rc < 0 ? rc : 0;
     plan.partition_count = plan.new_partitions = partitions;
     /* The broker places these topics itself: always the bound. */
-    return ka_work_decide_auto(w, v, &plan, partitions, replication, 0, false);
+    return ka_work_decide_auto(w, v, &plan, partitions, replication, false);
 }
 
 /* Auto-creation names topics (broker defaults); other callers give counts. */

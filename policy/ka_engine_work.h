@@ -31,8 +31,12 @@ struct ka_work {
     int64_t *current; /* hosted + reserved + this call's validate_only items */
     int64_t *delta;   /* scratch: what the item being judged adds; zero between items */
     int64_t *shares;  /* scratch for the bound */
-    ka_place_scratch_t place_scratch; /* placement's working memory, kept across items */
-    int64_t partitions;               /* cluster partitions + reserved + validate_only items */
+    /* Place mode's session over brokers, started at the call's first placed item. While
+     * place_ready, its headroom is limit - current for every broker: an item it placed
+     * is reserved as placed (place_synced); any other change to current ends it. */
+    ka_place_session_t place;
+    bool place_ready, place_synced;
+    int64_t partitions; /* cluster partitions + reserved + validate_only items */
     /* Who sent the request (ctx->principal, or principal.unknown), its entry in the policy
      * (NULL: none) and what that entry exempts it from (enum ka_exemption). */
     const char *principal_name;
@@ -61,7 +65,7 @@ long ka_work_broker_index(const struct ka_work *w, int32_t broker_id);
 int ka_work_decide_exact(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan);
 /* Judges an item the broker would place: place or bound per policy. */
 int ka_work_decide_auto(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan,
-                        int32_t partitions, int32_t replication, uint64_t seed, bool may_place);
+                        int32_t partitions, int32_t replication, bool may_place);
 /* The verdict for any item when the view is stale (or missing). */
 int ka_work_stale(const struct ka_work *w, ka_verdict_t *v);
 /*

@@ -8,12 +8,25 @@
  *   follower: a rack this partition does not use yet, unfenced, the rack
  *             with fewest replicas so far (racks round-robin), the broker
  *             with fewest replicas, most headroom, the seeded order.
- * Only brokers with headroom left are candidates, so no broker ever ends
- * over its limit. Spreading can paint itself into a corner when headroom
- * is tight, so when the greedy pass fails a second pass fills each
- * partition from the brokers with the most headroom left (the Gale-Ryser
- * greedy), which finds an assignment whenever one exists; rack spread is
- * then only a tie-break.
+ * Counts are per item ("so far" within the item); headroom is what is left
+ * before the item. Only brokers with headroom left are candidates, so no
+ * broker ever ends over its limit. Spreading can paint itself into a corner
+ * when headroom is tight, so when the greedy pass fails a second pass fills
+ * each partition from the brokers with the most headroom left (the
+ * Gale-Ryser greedy), which finds an assignment whenever one exists; rack
+ * spread is then only a tie-break.
+ *
+ * A session places the items of one request in turn. Its brokers stay
+ * sorted per rack by the static part of the keys (unfenced, headroom,
+ * order) from one item to the next: an item re-sorts only the brokers it
+ * used. A broker the item has not used yet ("fresh") has count 0 and so
+ * beats every used one of its kind, so a rack's best fresh broker is the
+ * first fresh one in its sorted run, found by a cursor, and the best fresh
+ * leader is the best of the racks' first fresh unfenced ones. The used ones
+ * wait in heaps by their whole key, and enter them only once a pick needs
+ * them (while fresh brokers last, none does). An item therefore costs
+ * O(racks + replicas * (racks + log brokers)) plus merging what it used
+ * back into the runs.
  */
 #include "ka_placement.h"
 
@@ -32,33 +45,36 @@ struct heap {
 
 #define NOT_IN UINT32_MAX
 
-struct placer {
+struct ka_place_state {
     const ka_place_broker_t *brokers;
     size_t n;
-    int64_t *headroom;      /* left after this request's replicas so far */
-    int64_t *assigned;      /* replicas of this request per broker */
-    int64_t *leaders;       /* leaders of this request per broker */
+    int32_t racks;
+    int64_t *headroom;      /* left after the session's items so far */
+    int64_t total_headroom; /* their sum */
+    int64_t *assigned;      /* replicas of the current item per broker; 0 between items */
+    int64_t *leaders;       /* leaders of the current item per broker; 0 between items */
     uint64_t *order;        /* seeded tie-break, distinct per broker */
-    int64_t *rack_assigned; /* replicas of this request per rack */
+    int64_t *rack_assigned; /* replicas of the current item per rack */
     uint8_t *in_partition;  /* broker already holds a replica of this partition */
     uint8_t *rack_in_partition;
-    /* The greedy pass only: unfenced brokers with headroom by the leader key,
-     * and per rack the brokers with headroom not in the current partition. */
+    /* The static part of the keys, as of the item's start: rank (headroom, most
+     * first, then the seeded order) and the greedy keys packed over it: leaders << 32 |
+     * assigned for leaders, fenced << 63 | assigned for followers, in the high half. */
+    uint64_t *rank;
+    ka_order_t *lkey, *rkey;
+    /* Per rack r its brokers with headroom, by rkey, in rsorted[rstart[r] ..
+     * rstart[r] + rlen[r]); the cursor passes the ones the current item has used. */
+    uint32_t *rsorted, *rstart, *rlen, *rcursor;
+    /* The brokers the current item has used and that have headroom left: in the heaps,
+     * or waiting to enter them (rpend by rack regions as rsorted, lpend the unfenced). */
     struct heap leader_heap;
     struct heap *rack_heaps;
+    uint32_t *rpend, *rpend_len, *lpend, lpend_len;
     uint32_t *lpos, *rpos, *heap_items; /* heap_items: n for leaders, n for the racks */
     uint32_t *row;                      /* the current partition's broker indexes */
     uint32_t *stash, stash_len;         /* of those, the ones out of their rack heaps */
-    /* Per rack: brokers with headroom (size), how many of them its heap has taken in
-     * (pulled, the rest waiting behind them in item[pulled..size)), how many of those
-     * are still at key 0 (fresh), and how many the next refill takes in (batch). */
-    uint32_t *rack_size, *rack_pulled, *rack_fresh, *rack_batch;
-    /* The greedy keys packed: leaders << 32 | assigned, fenced << 63 | assigned,
-     * each above the static rest of both (rank: headroom before this call, most
-     * first, then the seeded order). Within one assigned count, headroom now
-     * orders like headroom before, so comparing these is comparing the keys above. */
-    ka_order_t *lkey, *rkey;
-    uint64_t *rank;
+    uint32_t *touched, touched_len;     /* brokers the item used, ascending once it ends */
+    uint32_t *tmp;                      /* n, for re-sorting */
 };
 
 static uint64_t splitmix64(uint64_t x)
@@ -69,6 +85,11 @@ static uint64_t splitmix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
+static uint64_t order_of(uint64_t seed, int32_t id)
+{
+    return splitmix64(seed ^ (uint64_t)(uint32_t)id * 0x9e3779b97f4a7c15ull);
+}
+
 /* Decides on the first key that differs; the smaller value is the better. */
 #define BETTER(a, b)                                                                               \
     do {                                                                                           \
@@ -76,7 +97,7 @@ static uint64_t splitmix64(uint64_t x)
             return (a) < (b);                                                                      \
     } while (0)
 
-static bool better_leader(const struct placer *p, size_t i, size_t j)
+static bool better_leader(const struct ka_place_state *p, size_t i, size_t j)
 {
     BETTER(p->leaders[i], p->leaders[j]);
     BETTER(p->assigned[i], p->assigned[j]);
@@ -85,7 +106,7 @@ static bool better_leader(const struct placer *p, size_t i, size_t j)
 }
 
 /* The follower key without its rack terms, which brokers of one rack share. */
-static bool better_in_rack(const struct placer *p, size_t i, size_t j)
+static bool better_in_rack(const struct ka_place_state *p, size_t i, size_t j)
 {
     BETTER(p->brokers[i].fenced, p->brokers[j].fenced);
     BETTER(p->assigned[i], p->assigned[j]);
@@ -93,7 +114,7 @@ static bool better_in_rack(const struct placer *p, size_t i, size_t j)
     return p->order[i] < p->order[j];
 }
 
-static bool better_follower(const struct placer *p, size_t i, size_t j)
+static bool better_follower(const struct ka_place_state *p, size_t i, size_t j)
 {
     const ka_place_broker_t *a = &p->brokers[i], *b = &p->brokers[j];
 
@@ -103,14 +124,8 @@ static bool better_follower(const struct placer *p, size_t i, size_t j)
     return better_in_rack(p, i, j);
 }
 
-static inline bool heap_less(const struct placer *p, const struct heap *h, uint32_t a, uint32_t b)
-{
-    (void)p;
-    return h->key[a] < h->key[b];
-}
-
 /* better_follower on the packed keys. */
-static bool greedy_follower(const struct placer *p, uint32_t i, uint32_t j)
+static bool greedy_follower(const struct ka_place_state *p, uint32_t i, uint32_t j)
 {
     int32_t a = p->brokers[i].rack, b = p->brokers[j].rack;
 
@@ -126,18 +141,18 @@ static void heap_set(struct heap *h, uint32_t at, uint32_t broker)
     h->pos[broker] = at;
 }
 
-static void sift_up(const struct placer *p, struct heap *h, uint32_t at)
+static void sift_up(struct heap *h, uint32_t at)
 {
     uint32_t broker = h->item[at];
 
-    while (at > 0 && heap_less(p, h, broker, h->item[(at - 1) / 2])) {
+    while (at > 0 && h->key[broker] < h->key[h->item[(at - 1) / 2]]) {
         heap_set(h, at, h->item[(at - 1) / 2]);
         at = (at - 1) / 2;
     }
     heap_set(h, at, broker);
 }
 
-static void sift_down(const struct placer *p, struct heap *h, uint32_t at)
+static void sift_down(struct heap *h, uint32_t at)
 {
     uint32_t broker = h->item[at];
 
@@ -146,9 +161,9 @@ static void sift_down(const struct placer *p, struct heap *h, uint32_t at)
 
         if (child >= h->len)
             break;
-        if (child + 1 < h->len && heap_less(p, h, h->item[child + 1], h->item[child]))
+        if (child + 1 < h->len && h->key[h->item[child + 1]] < h->key[h->item[child]])
             child++;
-        if (!heap_less(p, h, h->item[child], broker))
+        if (!(h->key[h->item[child]] < h->key[broker]))
             break;
         heap_set(h, at, h->item[child]);
         at = child;
@@ -156,37 +171,36 @@ static void sift_down(const struct placer *p, struct heap *h, uint32_t at)
     heap_set(h, at, broker);
 }
 
-static void heap_push(const struct placer *p, struct heap *h, uint32_t broker)
+static void heap_push(struct heap *h, uint32_t broker)
 {
     heap_set(h, h->len++, broker);
-    sift_up(p, h, h->len - 1);
+    sift_up(h, h->len - 1);
 }
 
-static void heap_remove(const struct placer *p, struct heap *h, uint32_t broker)
+static void heap_remove(struct heap *h, uint32_t broker)
 {
-    uint32_t at = h->pos[broker];
-
-    uint32_t moved;
+    uint32_t at = h->pos[broker], moved;
 
     h->pos[broker] = NOT_IN;
     if (at == --h->len)
         return;
     moved = h->item[h->len];
     heap_set(h, at, moved);
-    sift_down(p, h, at);
-    sift_up(p, h, h->pos[moved]);
+    sift_down(h, at);
+    sift_up(h, h->pos[moved]);
 }
 
 /* The fallback's key: most headroom first, spreading only among equals. */
-static bool better_capacity(const struct placer *p, size_t i, size_t j)
+static bool better_capacity(const struct ka_place_state *p, size_t i, size_t j)
 {
     BETTER(-p->headroom[i], -p->headroom[j]);
     return better_follower(p, i, j);
 }
 
-static void take(struct placer *p, size_t i, bool leader)
+static inline void take(struct ka_place_state *p, size_t i, bool leader)
 {
     p->headroom[i]--;
+    p->total_headroom--;
     p->assigned[i]++;
     p->leaders[i] += leader;
     p->rack_assigned[p->brokers[i].rack]++;
@@ -194,18 +208,9 @@ static void take(struct placer *p, size_t i, bool leader)
     p->rack_in_partition[p->brokers[i].rack] = 1;
 }
 
-static void reset(struct placer *p, const ka_place_broker_t *brokers, size_t n, int32_t racks)
-{
-    for (size_t i = 0; i < n; i++)
-        p->headroom[i] = brokers[i].headroom > 0 ? brokers[i].headroom : 0;
-    memset(p->assigned, 0, n * sizeof(*p->assigned));
-    memset(p->leaders, 0, n * sizeof(*p->leaders));
-    memset(p->rack_assigned, 0, (size_t)racks * sizeof(*p->rack_assigned));
-}
-
-/* Picks the best candidate under `better`, or returns n when none is left. */
-static size_t pick(const struct placer *p, bool leader,
-                   bool (*better)(const struct placer *, size_t, size_t))
+/* Picks the best candidate under `better` by a scan, or returns n when none is left. */
+static size_t pick(const struct ka_place_state *p, bool leader,
+                   bool (*better)(const struct ka_place_state *, size_t, size_t))
 {
     size_t best = p->n;
 
@@ -218,220 +223,223 @@ static size_t pick(const struct placer *p, bool leader,
     return best;
 }
 
-/*
- * A rack heap takes in only the first brokers of its rack in the heap's order
- * (unfenced first, then rank), a batch at a time. Every key starts at 0 and only
- * grows, and a broker leaves key 0 only by taking a replica, so while one broker
- * taken in is still at key 0 it beats every broker behind it, in its rack heap
- * and (being unfenced whenever one behind it is) in the leader heap. When the
- * last one leaves key 0, the next batch comes in. So a request of few replicas on
- * many brokers heaps only what it uses, and places exactly as over all of them.
- */
-
-/* Moves the `keep` first of items[0..len) in the rack heap's order (rkey, rank below)
- * to the front, in any order: quickselect with Hoare's partition, O(len) expected. */
-static void select_first(const struct placer *p, uint32_t *items, uint32_t len, uint32_t keep)
+/* The static keys of broker i from its headroom now, with no replica of an item. */
+static inline void set_keys(struct ka_place_state *p, size_t i)
 {
-    int64_t lo = 0, hi = len; /* the boundary `keep` lies in (lo, hi) */
+    uint64_t h = (uint64_t)(p->headroom[i] < INT32_MAX ? p->headroom[i] : INT32_MAX);
 
-    while (lo < keep && keep < hi) {
-        uint32_t mid = items[lo + (hi - lo - 1) / 2];
-        ka_order_t pivot = p->rkey[mid];
-        int64_t i = lo - 1, j = hi;
+    p->rank[i] = (INT32_MAX - h) << 32 | p->order[i] >> 32;
+    p->lkey[i] = p->rank[i];
+    p->rkey[i] = (ka_order_t)((uint64_t)p->brokers[i].fenced << 63) << 64 | p->rank[i];
+}
 
-        /* Afterwards items[lo..j] are all <= the pivot and items[j+1..hi) all >= it,
-         * with lo <= j < hi - 1. */
-        for (;;) {
-            do
-                i++;
-            while (p->rkey[items[i]] < pivot);
-            do
-                j--;
-            while (p->rkey[items[j]] > pivot);
-            if (i >= j)
-                break;
-            uint32_t t = items[i];
-            items[i] = items[j];
-            items[j] = t;
+/* Sorts idx[0..len) by rkey: insertion sort for the few an item uses, else a heap sort. */
+static void sort_by_rkey(const struct ka_place_state *p, uint32_t *idx, uint32_t len)
+{
+    if (len <= 32) {
+        for (uint32_t k = 1; k < len; k++) {
+            uint32_t v = idx[k], at = k;
+
+            for (; at > 0 && p->rkey[v] < p->rkey[idx[at - 1]]; at--)
+                idx[at] = idx[at - 1];
+            idx[at] = v;
         }
-        if (keep <= j + 1)
-            hi = j + 1;
-        else
-            lo = j + 1;
+        return;
     }
+    /* A heap over idx itself (pos is not needed for a sort), then repeated pops. */
+    uint32_t *pos = p->lpos; /* any n-entry array works: heap_set only writes it */
+    struct heap h = {idx, len, pos, p->rkey};
+
+    for (uint32_t at = len / 2; at-- > 0;)
+        sift_down(&h, at);
+    for (uint32_t end = len; end > 1; end--) {
+        uint32_t top = idx[0];
+
+        h.len = end - 1;
+        heap_set(&h, 0, idx[end - 1]);
+        sift_down(&h, 0);
+        idx[end - 1] = top;
+    }
+    /* The pops left the largest first: reverse into ascending order. */
+    for (uint32_t a = 0, b = len - 1; a < b; a++, b--) {
+        uint32_t t = idx[a];
+        idx[a] = idx[b];
+        idx[b] = t;
+    }
+    for (uint32_t k = 0; k < len; k++)
+        pos[idx[k]] = NOT_IN;
 }
 
-static void heapify(const struct placer *p, struct heap *h)
+/* Moves the waiting brokers into a heap, those with headroom left. */
+static void flush(const struct ka_place_state *p, struct heap *h, const uint32_t *pend,
+                  uint32_t *len)
 {
-    for (uint32_t at = h->len / 2; at-- > 0;)
-        sift_down(p, h, at);
+    for (uint32_t k = 0; k < *len; k++)
+        if (p->headroom[pend[k]] > 0)
+            heap_push(h, pend[k]);
+    *len = 0;
 }
 
-/* Takes rack r's next batch into its heap and, unfenced, into the leader heap;
- * the first batch unordered (heaps_init heapifies), later ones pushed. */
-static void refill(struct placer *p, int32_t r, bool first)
+/* Rack r's first fresh broker, or NOT_IN. Picks take fresh brokers only from the
+ * front of their run, so every one before the cursor is used and none after it. */
+static inline uint32_t fresh_in_rack(const struct ka_place_state *p, int32_t r)
+{
+    return p->rcursor[r] < p->rlen[r] ? p->rsorted[p->rstart[r] + p->rcursor[r]] : NOT_IN;
+}
+
+/* The best leader: a fresh unfenced broker (count 0) beats every used one; the racks'
+ * runs put unfenced ones first, so the best is among their first fresh ones. */
+static uint32_t pick_leader(struct ka_place_state *p)
+{
+    uint32_t best = NOT_IN;
+
+    for (int32_t r = 0; r < p->racks; r++) {
+        uint32_t f = fresh_in_rack(p, r);
+
+        if (f != NOT_IN && !p->brokers[f].fenced && (best == NOT_IN || p->rank[f] < p->rank[best]))
+            best = f;
+    }
+    if (best != NOT_IN)
+        return best;
+    flush(p, &p->leader_heap, p->lpend, &p->lpend_len);
+    return p->leader_heap.len > 0 ? p->leader_heap.item[0] : NOT_IN;
+}
+
+/* Rack r's best follower: its first fresh broker unless that one is fenced and a used
+ * unfenced one waits. A used broker of this partition stays in its heap until it
+ * reaches the top; then it goes to the stash, and back after the partition. */
+static uint32_t best_in_rack(struct ka_place_state *p, int32_t r)
 {
     struct heap *rh = &p->rack_heaps[r];
-    uint32_t from = p->rack_pulled[r], left = p->rack_size[r] - from;
-    uint32_t take_in = p->rack_batch[r] < left ? p->rack_batch[r] : left;
+    uint32_t f = fresh_in_rack(p, r);
 
-    select_first(p, rh->item + from, left, take_in);
-    p->rack_pulled[r] += take_in;
-    p->rack_fresh[r] += take_in;
-    p->rack_batch[r] *= 2;
-    /* The heap's free slots lie below `from`, so each pushed broker is read from
-     * item[from + k] before any push can write there. */
-    for (uint32_t k = 0; k < take_in; k++) {
-        uint32_t i = rh->item[from + k];
-
-        if (first) {
-            heap_set(rh, rh->len++, i);
-            if (!p->brokers[i].fenced)
-                heap_set(&p->leader_heap, p->leader_heap.len++, i);
-            continue;
-        }
-        heap_push(p, rh, i);
-        if (!p->brokers[i].fenced)
-            heap_push(p, &p->leader_heap, i);
+    if (f != NOT_IN && !p->brokers[f].fenced)
+        return f;
+    flush(p, rh, p->rpend + p->rstart[r], &p->rpend_len[r]);
+    while (rh->len > 0 && p->in_partition[rh->item[0]]) {
+        p->stash[p->stash_len++] = rh->item[0];
+        heap_remove(rh, rh->item[0]);
     }
+    if (rh->len == 0)
+        return f;
+    if (f == NOT_IN || !p->brokers[rh->item[0]].fenced)
+        return rh->item[0];
+    return f; /* both fenced: the fresh one has fewer replicas */
 }
 
-/* Fills the heaps: every key only grows while placing, so a heap holds each
- * one's best at its top after a sift down. A rack's first batch is its even
- * share of the request's replicas and one partition's more. */
-static void heaps_init(struct placer *p, int32_t racks, int32_t partitions, int32_t replication)
+/* The best follower: the best of each rack's best, so O(racks) besides the heaps. */
+static uint32_t pick_follower(struct ka_place_state *p)
 {
-    uint32_t *next = p->heap_items + p->n;
-    uint32_t *size = p->rack_size;
-    int64_t share = ((int64_t)partitions * replication + racks - 1) / racks + replication;
+    uint32_t best = NOT_IN;
 
-    p->leader_heap = (struct heap){p->heap_items, 0, p->lpos, p->lkey};
-    memset(size, 0, (size_t)racks * sizeof(*size));
-    for (size_t i = 0; i < p->n; i++) {
-        uint64_t h = (uint64_t)(p->headroom[i] < INT32_MAX ? p->headroom[i] : INT32_MAX);
+    for (int32_t r = 0; r < p->racks; r++) {
+        uint32_t i = best_in_rack(p, r);
 
-        p->lpos[i] = p->rpos[i] = NOT_IN;
-        p->rank[i] = (INT32_MAX - h) << 32 | p->order[i] >> 32;
-        p->lkey[i] = p->rank[i];
-        p->rkey[i] = (ka_order_t)((uint64_t)p->brokers[i].fenced << 63) << 64 | p->rank[i];
-        size[p->brokers[i].rack]++;
-    }
-    for (int32_t r = 0; r < racks; r++) {
-        p->rack_heaps[r] = (struct heap){next, 0, p->rpos, p->rkey};
-        next += size[r];
-        size[r] = 0;
-    }
-    for (size_t i = 0; i < p->n; i++) {
-        int32_t r = p->brokers[i].rack;
-
-        if (p->headroom[i] > 0)
-            p->rack_heaps[r].item[size[r]++] = (uint32_t)i;
-    }
-    for (int32_t r = 0; r < racks; r++) {
-        p->rack_pulled[r] = p->rack_fresh[r] = 0;
-        p->rack_batch[r] = share < (int64_t)size[r] ? (uint32_t)share : size[r];
-        if (size[r] > 0)
-            refill(p, r, true);
-        heapify(p, &p->rack_heaps[r]);
-    }
-    heapify(p, &p->leader_heap);
-}
-
-/* take() for the greedy pass, keeping the heaps in step. */
-static void take_greedy(struct placer *p, uint32_t i, bool leader)
-{
-    int32_t r = p->brokers[i].rack;
-
-    if (p->assigned[i] == 0 && --p->rack_fresh[r] == 0 && p->rack_pulled[r] < p->rack_size[r])
-        refill(p, r, false);
-    take(p, i, leader);
-    p->lkey[i] += (ka_order_t)(((uint64_t)leader << 32) + 1) << 64;
-    p->rkey[i] += (ka_order_t)1 << 64;
-    if (p->lpos[i] != NOT_IN) {
-        if (p->headroom[i] <= 0)
-            heap_remove(p, &p->leader_heap, i);
-        else
-            sift_down(p, &p->leader_heap, p->lpos[i]);
-    }
-    if (p->headroom[i] <= 0)
-        heap_remove(p, &p->rack_heaps[r], i);
-    else
-        sift_down(p, &p->rack_heaps[r], p->rpos[i]);
-}
-
-/* The best follower: the best of each rack's top, so O(racks + log n). A rack
- * heap keeps the partition's brokers (their keys grew, so they sink) and drops
- * one only when it surfaces; ka_place puts those back after the partition. */
-static size_t pick_follower(struct placer *p, int32_t racks)
-{
-    size_t best = p->n;
-
-    for (int32_t r = 0; r < racks; r++) {
-        struct heap *rh = &p->rack_heaps[r];
-
-        /* A broker of this partition stays in its heap until it reaches the top. */
-        while (rh->len > 0 && p->in_partition[rh->item[0]]) {
-            p->stash[p->stash_len++] = rh->item[0];
-            heap_remove(p, rh, rh->item[0]);
-        }
-        if (rh->len > 0 && (best == p->n || greedy_follower(p, rh->item[0], (uint32_t)best)))
-            best = rh->item[0];
+        if (i != NOT_IN && (best == NOT_IN || greedy_follower(p, i, best)))
+            best = i;
     }
     return best;
 }
 
-static int place_greedy(struct placer *p, int32_t racks, int32_t partitions, int32_t replication,
+/* take() for the greedy pass, keeping the heaps in step; a fresh broker waits to
+ * enter them. */
+static void take_greedy(struct ka_place_state *p, uint32_t i, bool leader)
+{
+    int32_t r = p->brokers[i].rack;
+    struct heap *rh = &p->rack_heaps[r];
+    bool fresh = p->assigned[i] == 0;
+
+    if (fresh) {
+        p->touched[p->touched_len++] = i;
+        p->rcursor[r]++;
+    }
+    take(p, i, leader);
+    p->lkey[i] += (ka_order_t)(((uint64_t)leader << 32) + 1) << 64;
+    p->rkey[i] += (ka_order_t)1 << 64;
+    if (fresh) {
+        if (p->headroom[i] > 0) {
+            p->rpend[p->rstart[r] + p->rpend_len[r]++] = i;
+            if (!p->brokers[i].fenced)
+                p->lpend[p->lpend_len++] = i;
+        }
+        return;
+    }
+    if (p->lpos[i] != NOT_IN) {
+        if (p->headroom[i] <= 0)
+            heap_remove(&p->leader_heap, i);
+        else
+            sift_down(&p->leader_heap, p->lpos[i]);
+    }
+    if (p->rpos[i] != NOT_IN) {
+        if (p->headroom[i] <= 0)
+            heap_remove(rh, i);
+        else
+            sift_down(rh, p->rpos[i]);
+    }
+}
+
+/* Empties the heaps and the per-partition marks, and starts the cursors over. */
+static void start_item(struct ka_place_state *p)
+{
+    for (uint32_t k = 0; k < p->touched_len; k++)
+        p->lpos[p->touched[k]] = p->rpos[p->touched[k]] = NOT_IN;
+    p->touched_len = 0;
+    p->leader_heap.len = p->lpend_len = 0;
+    for (int32_t r = 0; r < p->racks; r++)
+        p->rack_heaps[r].len = p->rcursor[r] = p->rpend_len[r] = 0;
+    memset(p->rack_assigned, 0, (size_t)p->racks * sizeof(*p->rack_assigned));
+}
+
+static int place_greedy(struct ka_place_state *p, int32_t partitions, int32_t replication,
                         int32_t *out)
 {
-    heaps_init(p, racks, partitions, replication);
-    memset(p->rack_assigned, 0, (size_t)racks * sizeof(*p->rack_assigned));
     for (int32_t part = 0; part < partitions; part++) {
         int32_t *row = out + (size_t)part * (size_t)replication;
+        int32_t slot;
 
-        memset(p->rack_in_partition, 0, (size_t)racks);
+        memset(p->rack_in_partition, 0, (size_t)p->racks);
         p->stash_len = 0;
-        for (int32_t slot = 0; slot < replication; slot++) {
-            size_t i = slot == 0 ? (p->leader_heap.len > 0 ? p->leader_heap.item[0] : p->n)
-                                 : pick_follower(p, racks);
+        for (slot = 0; slot < replication; slot++) {
+            uint32_t i = slot == 0 ? pick_leader(p) : pick_follower(p);
 
-            if (i == p->n)
-                return KA_ELIMIT;
-            take_greedy(p, (uint32_t)i, slot == 0);
-            p->row[slot] = (uint32_t)i;
+            if (i == NOT_IN)
+                break;
+            take_greedy(p, i, slot == 0);
+            p->row[slot] = i;
             row[slot] = p->brokers[i].id;
         }
-        for (int32_t slot = 0; slot < replication; slot++)
-            p->in_partition[p->row[slot]] = 0;
+        for (int32_t k = 0; k < slot; k++)
+            p->in_partition[p->row[k]] = 0;
+        if (slot < replication)
+            return KA_ELIMIT;
         /* Those that surfaced go back into their racks' heaps (they have room left:
          * a broker without leaves its heap when it takes its last replica). */
         for (uint32_t k = 0; k < p->stash_len; k++)
-            heap_push(p, &p->rack_heaps[p->brokers[p->stash[k]].rack], p->stash[k]);
+            heap_push(&p->rack_heaps[p->brokers[p->stash[k]].rack], p->stash[k]);
     }
     return 0;
 }
 
-static int place_by_capacity(struct placer *p, int32_t racks, int32_t partitions,
-                             int32_t replication, int32_t *out)
+static int place_by_capacity(struct ka_place_state *p, int32_t partitions, int32_t replication,
+                             int32_t *out)
 {
-    size_t *chosen = malloc((size_t)replication * sizeof(*chosen));
+    uint32_t *chosen = p->row;
 
-    if (chosen == NULL)
-        return KA_ENOMEM;
     for (int32_t part = 0; part < partitions; part++) {
         int32_t *row = out + (size_t)part * (size_t)replication;
         size_t lead = p->n;
         int32_t lead_slot = -1;
 
         memset(p->in_partition, 0, p->n);
-        memset(p->rack_in_partition, 0, (size_t)racks);
+        memset(p->rack_in_partition, 0, (size_t)p->racks);
         for (int32_t slot = 0; slot < replication; slot++) {
-            chosen[slot] = pick(p, false, better_capacity);
-            if (chosen[slot] == p->n) {
-                free(chosen);
+            size_t i = pick(p, false, better_capacity);
+
+            if (i == p->n)
                 return KA_ELIMIT;
-            }
-            p->in_partition[chosen[slot]] = 1;
-            p->rack_in_partition[p->brokers[chosen[slot]].rack] = 1;
+            chosen[slot] = (uint32_t)i;
+            p->in_partition[i] = 1;
+            p->rack_in_partition[p->brokers[i].rack] = 1;
         }
         for (int32_t slot = 0; slot < replication; slot++) {
             size_t i = chosen[slot];
@@ -441,61 +449,168 @@ static int place_by_capacity(struct placer *p, int32_t racks, int32_t partitions
                 lead_slot = slot;
             }
         }
-        if (lead_slot < 0) {
-            free(chosen);
+        if (lead_slot < 0)
             return KA_ELIMIT; /* every broker with headroom left is fenced */
-        }
         chosen[lead_slot] = chosen[0];
-        chosen[0] = lead;
+        chosen[0] = (uint32_t)lead;
         for (int32_t slot = 0; slot < replication; slot++) {
             take(p, chosen[slot], slot == 0);
             row[slot] = p->brokers[chosen[slot]].id;
         }
     }
-    free(chosen);
     return 0;
 }
 
-/* Necessary conditions, checked cheaply before any work. */
-static bool may_fit(const ka_place_broker_t *brokers, size_t n, int32_t partitions,
-                    int32_t replication)
+/* Necessary conditions, checked before the fallback's work. */
+static bool may_fit(const struct ka_place_state *p, int32_t partitions, int32_t replication)
 {
     int64_t capacity = 0;
     bool leader = false;
 
-    for (size_t i = 0; i < n; i++) {
-        int64_t h = brokers[i].headroom;
-
-        capacity += h <= 0 ? 0 : (h < partitions ? h : partitions);
-        leader |= h > 0 && !brokers[i].fenced;
+    for (size_t i = 0; i < p->n; i++) {
+        capacity += p->headroom[i] < partitions ? p->headroom[i] : partitions;
+        leader |= p->headroom[i] > 0 && !p->brokers[i].fenced;
     }
     return leader && capacity >= (int64_t)partitions * replication;
 }
 
-/* One block for all of a call's arrays, widest alignment first; reused from scratch
- * when it is large enough. Only in_partition must start zeroed: the rest is set
- * before it is read. */
-static void *placer_alloc(struct placer *p, size_t n, size_t racks, size_t replication,
-                          ka_place_scratch_t *scratch)
+/* Undoes the current item's replicas: headroom back, counts and keys to 0, heaps
+ * empty (the sorted runs never changed). */
+static void undo_item(struct ka_place_state *p)
 {
-    size_t size = 2 * n * sizeof(ka_order_t) + racks * sizeof(struct heap) +
-                  (5 * n + racks) * sizeof(int64_t) +
-                  (4 * n + 2 * replication + 4 * racks) * sizeof(uint32_t) + n + racks;
-    uint8_t *at;
+    for (uint32_t k = 0; k < p->touched_len; k++) {
+        uint32_t i = p->touched[k];
 
-    if (scratch->size < size) {
-        free(scratch->block);
-        scratch->block = malloc(size);
-        scratch->size = scratch->block != NULL ? size : 0;
+        p->headroom[i] += p->assigned[i];
+        p->total_headroom += p->assigned[i];
+        p->assigned[i] = p->leaders[i] = 0;
+        p->lpos[i] = p->rpos[i] = NOT_IN;
+        set_keys(p, i);
     }
-    if ((at = scratch->block) == NULL)
+    p->touched_len = 0;
+    p->leader_heap.len = p->lpend_len = 0;
+    for (int32_t r = 0; r < p->racks; r++)
+        p->rack_heaps[r].len = p->rpend_len[r] = 0;
+    memset(p->rack_assigned, 0, (size_t)p->racks * sizeof(*p->rack_assigned));
+}
+
+/* The fallback marks every broker it used as touched (it scans them all anyway). */
+static void touched_by_scan(struct ka_place_state *p)
+{
+    p->touched_len = 0;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->assigned[i] > 0)
+            p->touched[p->touched_len++] = (uint32_t)i;
+    memset(p->in_partition, 0, p->n);
+}
+
+/*
+ * Merges t[0..tlen) (one rack's touched brokers, re-keyed and sorted) back into the
+ * rack's sorted run run[0..*len), which still holds those of them it held at their old
+ * places (marked). Those without headroom leave the run.
+ */
+static void merge_run(struct ka_place_state *p, uint32_t *run, uint32_t *len, const uint32_t *t,
+                      uint32_t tlen, const uint8_t *mark)
+{
+    uint32_t kept = 0, a = 0, b = 0, out = 0;
+    uint32_t *tmp = p->tmp;
+
+    for (uint32_t k = 0; k < *len; k++) {
+        tmp[kept] = run[k];
+        kept += !mark[run[k]];
+    }
+    for (; b < tlen; b++) {
+        uint32_t i = t[b];
+
+        if (p->headroom[i] <= 0)
+            continue;
+        while (a < kept && p->rkey[tmp[a]] < p->rkey[i])
+            run[out++] = tmp[a++];
+        run[out++] = i;
+    }
+    while (a < kept)
+        run[out++] = tmp[a++];
+    *len = out;
+}
+
+/* Ends an item: counts to `added`, keys from the new headroom, the runs re-sorted. */
+static void end_item(struct ka_place_state *p, int64_t *added)
+{
+    uint32_t *t = p->touched, tlen = p->touched_len, *by_rack = p->stash, *start = p->rcursor;
+    uint8_t *mark = p->in_partition; /* all 0 between partitions; 1 marks a touched broker */
+
+    memset(start, 0, (size_t)p->racks * sizeof(*start));
+    for (uint32_t k = 0; k < tlen; k++) {
+        uint32_t i = t[k];
+
+        if (added != NULL)
+            added[i] += p->assigned[i];
+        p->assigned[i] = p->leaders[i] = 0;
+        p->lpos[i] = p->rpos[i] = NOT_IN;
+        set_keys(p, i);
+        mark[i] = 1;
+        start[p->brokers[i].rack]++;
+    }
+    /* By rack, keeping their order: a rack's fresh brokers are used in its run's order,
+     * so each rack's part is nearly sorted already. */
+    for (int32_t r = 0, sum = 0; r < p->racks; r++) {
+        uint32_t c = start[r];
+
+        start[r] = (uint32_t)sum;
+        sum += (int32_t)c;
+    }
+    for (uint32_t k = 0; k < tlen; k++)
+        by_rack[start[p->brokers[t[k]].rack]++] = t[k];
+    /* Heaps are empty now, so sort_by_rkey may use lpos. start[r] is rack r's end. */
+    p->leader_heap.len = 0;
+    for (int32_t r = 0, from = 0; r < p->racks; r++) {
+        uint32_t count = start[r] - (uint32_t)from;
+
+        p->rack_heaps[r].len = 0;
+        if (count > 0) {
+            sort_by_rkey(p, by_rack + from, count);
+            merge_run(p, p->rsorted + p->rstart[r], &p->rlen[r], by_rack + from, count, mark);
+        }
+        from = (int32_t)start[r];
+    }
+    /* The engine reads the item's brokers in index (= id) order: from the marks when
+     * the item used many, else by insertion. */
+    if ((size_t)tlen * 16 >= p->n) {
+        for (size_t i = 0, k = 0; i < p->n; i++)
+            if (mark[i]) {
+                t[k++] = (uint32_t)i;
+                mark[i] = 0;
+            }
+        return;
+    }
+    for (uint32_t k = 0; k < tlen; k++)
+        mark[t[k]] = 0;
+    for (uint32_t k = 1; k < tlen; k++) {
+        uint32_t v = t[k], at = k;
+
+        for (; at > 0 && v < t[at - 1]; at--)
+            t[at] = t[at - 1];
+        t[at] = v;
+    }
+}
+
+/* One block for all of a session's arrays, widest alignment first. */
+static struct ka_place_state *state_alloc(size_t n, size_t racks)
+{
+    size_t size = sizeof(struct ka_place_state) + 2 * n * sizeof(ka_order_t) +
+                  racks * sizeof(struct heap) + (6 * n + racks) * sizeof(int64_t) +
+                  (13 * n + 4 * racks) * sizeof(uint32_t) + n + racks;
+    struct ka_place_state *p = calloc(1, size);
+    uint8_t *at = (uint8_t *)(p + 1);
+
+    if (p == NULL)
         return NULL;
 #define CARVE(field, count)                                                                        \
     do {                                                                                           \
         p->field = (void *)at;                                                                     \
         at += (count) * sizeof(*p->field);                                                         \
     } while (0)
-    CARVE(lkey, n); /* 16-byte entries first, on malloc's alignment */
+    CARVE(lkey, n); /* 16-byte entries first, on calloc's alignment */
     CARVE(rkey, n);
     CARVE(rack_heaps, racks);
     CARVE(headroom, n);
@@ -504,145 +619,152 @@ static void *placer_alloc(struct placer *p, size_t n, size_t racks, size_t repli
     CARVE(order, n);
     CARVE(rank, n);
     CARVE(rack_assigned, racks);
+    CARVE(rsorted, n);
+    CARVE(rpend, n);
+    CARVE(lpend, n);
     CARVE(lpos, n);
     CARVE(rpos, n);
     CARVE(heap_items, 2 * n);
-    CARVE(row, replication);
-    CARVE(stash, replication);
-    CARVE(rack_size, racks);
-    CARVE(rack_pulled, racks);
-    CARVE(rack_fresh, racks);
-    CARVE(rack_batch, racks);
+    CARVE(row, n);
+    CARVE(stash, n);
+    CARVE(touched, n);
+    CARVE(tmp, n);
+    CARVE(rstart, racks);
+    CARVE(rlen, racks);
+    CARVE(rcursor, racks);
+    CARVE(rpend_len, racks);
     CARVE(in_partition, n);
     CARVE(rack_in_partition, racks);
 #undef CARVE
-    memset(p->in_partition, 0, n);
-    return scratch->block;
+    return p;
 }
 
-void ka_place_scratch_free(ka_place_scratch_t *scratch)
+void ka_place_end(ka_place_session_t *s)
 {
-    free(scratch->block);
-    *scratch = (ka_place_scratch_t){0};
+    free(s->state);
+    s->state = NULL;
+}
+
+int ka_place_begin(ka_place_session_t *s, const ka_place_broker_t *brokers, size_t n, int32_t racks,
+                   uint64_t seed)
+{
+    struct ka_place_state *p;
+
+    ka_place_end(s);
+    if (racks <= 0 || n >= NOT_IN)
+        return KA_EINVALID;
+    if ((p = state_alloc(n, (size_t)racks)) == NULL)
+        return KA_ENOMEM;
+    p->brokers = brokers;
+    p->n = n;
+    p->racks = racks;
+    for (size_t i = 0; i < n; i++) {
+        int64_t h = brokers[i].headroom > 0 ? brokers[i].headroom : 0;
+
+        p->headroom[i] = h;
+        /* Saturated: only compared with an item's replica count. */
+        p->total_headroom += h < INT32_MAX ? h : INT32_MAX;
+        p->order[i] = order_of(seed, brokers[i].id);
+        p->lpos[i] = p->rpos[i] = NOT_IN;
+        set_keys(p, i);
+        p->rlen[brokers[i].rack]++; /* the rack's size, for its regions */
+    }
+    for (int32_t r = 0, at = 0; r < racks; r++) {
+        p->rstart[r] = (uint32_t)at;
+        p->rack_heaps[r] = (struct heap){p->heap_items + n + at, 0, p->rpos, p->rkey};
+        at += (int32_t)p->rlen[r];
+        p->rlen[r] = 0;
+    }
+    p->leader_heap = (struct heap){p->heap_items, 0, p->lpos, p->lkey};
+    for (size_t i = 0; i < n; i++) {
+        int32_t r = brokers[i].rack;
+
+        if (p->headroom[i] <= 0)
+            continue;
+        p->rsorted[p->rstart[r] + p->rlen[r]++] = (uint32_t)i;
+    }
+    for (int32_t r = 0; r < racks; r++)
+        sort_by_rkey(p, p->rsorted + p->rstart[r], p->rlen[r]);
+    s->state = p;
+    return 0;
+}
+
+int ka_place_next(ka_place_session_t *s, int32_t partitions, int32_t replication, int32_t *out,
+                  int64_t *added)
+{
+    struct ka_place_state *p = s->state;
+    int rc;
+
+    if (p == NULL)
+        return KA_EINVALID;
+    start_item(p);
+    if (partitions <= 0 || replication <= 0 || (size_t)replication > p->n ||
+        p->total_headroom < (int64_t)partitions * replication)
+        return KA_ELIMIT;
+    rc = place_greedy(p, partitions, replication, out);
+    if (rc == KA_ELIMIT) {
+        undo_item(p);
+        if (!may_fit(p, partitions, replication))
+            return KA_ELIMIT;
+        rc = place_by_capacity(p, partitions, replication, out);
+        touched_by_scan(p);
+        if (rc == KA_ELIMIT) {
+            undo_item(p);
+            return KA_ELIMIT;
+        }
+    }
+    end_item(p, added);
+    return 0;
+}
+
+size_t ka_place_touched(const ka_place_session_t *s, const uint32_t **index)
+{
+    const struct ka_place_state *p = s->state;
+
+    *index = p != NULL ? p->touched : NULL;
+    return p != NULL ? p->touched_len : 0;
 }
 
 int ka_place(const ka_place_broker_t *brokers, size_t n, int32_t racks, int32_t partitions,
-             int32_t replication, uint64_t seed, int32_t *out, int64_t *added,
-             ka_place_scratch_t *scratch)
+             int32_t replication, uint64_t seed, int32_t *out, int64_t *added)
 {
-    struct placer p = {.brokers = brokers, .n = n};
-    ka_place_scratch_t own = {0};
-    int rc;
+    ka_place_session_t s = {0};
+    int rc = ka_place_begin(&s, brokers, n, racks, seed);
 
-    if (partitions <= 0 || replication <= 0 || racks <= 0 || (size_t)replication > n ||
-        !may_fit(brokers, n, partitions, replication))
-        return KA_ELIMIT;
-    if (placer_alloc(&p, n, (size_t)racks, (size_t)replication, scratch ? scratch : &own) == NULL)
-        return KA_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        p.order[i] = splitmix64(seed ^ (uint64_t)(uint32_t)brokers[i].id * 0x9e3779b97f4a7c15ull);
-    reset(&p, brokers, n, racks);
-    rc = place_greedy(&p, racks, partitions, replication, out);
-    if (rc == KA_ELIMIT) {
-        reset(&p, brokers, n, racks);
-        rc = place_by_capacity(&p, racks, partitions, replication, out);
-    }
-    for (size_t i = 0; i < n && rc == 0 && added != NULL; i++)
-        added[i] += p.assigned[i];
-    ka_place_scratch_free(&own);
+    if (rc == KA_EINVALID)
+        rc = KA_ELIMIT;
+    if (rc == 0)
+        rc = ka_place_next(&s, partitions, replication, out, added);
+    ka_place_end(&s);
     return rc;
 }
 
 int ka_place_greedy_reference(const ka_place_broker_t *brokers, size_t n, int32_t racks,
                               int32_t partitions, int32_t replication, uint64_t seed, int32_t *out)
 {
-    struct placer p = {.brokers = brokers, .n = n};
-    ka_place_scratch_t own = {0};
+    ka_place_session_t s = {0};
+    struct ka_place_state *p;
     int rc = 0;
 
     if (partitions <= 0 || replication <= 0 || racks <= 0 || (size_t)replication > n)
         return KA_ELIMIT;
-    if (placer_alloc(&p, n, (size_t)racks, (size_t)replication, &own) == NULL)
-        return KA_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        p.order[i] = splitmix64(seed ^ (uint64_t)(uint32_t)brokers[i].id * 0x9e3779b97f4a7c15ull);
-    reset(&p, brokers, n, racks);
+    if ((rc = ka_place_begin(&s, brokers, n, racks, seed)) < 0)
+        return rc;
+    p = s.state;
     for (int32_t part = 0; part < partitions && rc == 0; part++) {
-        memset(p.in_partition, 0, n);
-        memset(p.rack_in_partition, 0, (size_t)racks);
+        memset(p->in_partition, 0, n);
+        memset(p->rack_in_partition, 0, (size_t)racks);
         for (int32_t slot = 0; slot < replication && rc == 0; slot++) {
-            size_t i = pick(&p, slot == 0, slot == 0 ? better_leader : better_follower);
+            size_t i = pick(p, slot == 0, slot == 0 ? better_leader : better_follower);
 
             if (i == n) {
                 rc = KA_ELIMIT;
                 break;
             }
-            take(&p, i, slot == 0);
+            take(p, i, slot == 0);
             out[(size_t)part * (size_t)replication + (size_t)slot] = brokers[i].id;
         }
     }
-    ka_place_scratch_free(&own);
+    ka_place_end(&s);
     return rc;
-}
-
-static int64_t ceil_div(int64_t a, int64_t b)
-{
-    return (a + b - 1) / b;
-}
-
-static int64_t min64(int64_t a, int64_t b)
-{
-    return a < b ? a : b;
-}
-
-void ka_bound_shares(const ka_place_broker_t *brokers, size_t n, int32_t racks, int64_t P,
-                     int32_t R, int64_t *shares)
-{
-    int64_t unfenced = 0, B = 0, K = 0, per_rack, shortfall = 0;
-    int64_t *size = calloc(2 * ((size_t)racks + 1), sizeof(*size)), *share;
-    bool use_fenced;
-
-    memset(shares, 0, n * sizeof(*shares));
-    if (size == NULL || P <= 0 || R <= 0) {
-        /* Without memory, assume the worst: every partition on every broker. */
-        for (size_t i = 0; i < n && size == NULL && P > 0; i++)
-            shares[i] = P;
-        free(size);
-        return;
-    }
-    for (size_t i = 0; i < n; i++)
-        unfenced += !brokers[i].fenced;
-    /* Kafka's placer falls back to fenced brokers only when it must. */
-    use_fenced = unfenced < R;
-    for (size_t i = 0; i < n; i++) {
-        if (use_fenced || !brokers[i].fenced) {
-            K += size[brokers[i].rack]++ == 0;
-            B++;
-        }
-    }
-    if (B == 0)
-        goto out;
-    per_rack = ceil_div(R, K);
-    for (int32_t r = 0; r < racks; r++)
-        if (size[r] > 0 && size[r] < per_rack)
-            shortfall += per_rack - size[r];
-    /* A broker's share depends only on its rack's size: once per rack. */
-    share = size + racks + 1;
-    for (int32_t r = 0; r < racks; r++) {
-        int64_t k = size[r], m, q = P / B, rest = P % B;
-
-        if (k == 0)
-            continue;
-        /* At most m replicas of one partition land in this rack, spread
-         * round-robin over its k brokers; the placer reshuffles every B
-         * partitions, so count whole rounds of B and the remainder. */
-        m = min64(k, per_rack + shortfall);
-        share[r] = q * min64(B, ceil_div(B * m, k)) +
-                   min64(rest, ceil_div(rest * m, k) > m ? ceil_div(rest * m, k) : m);
-        share[r] = min64(share[r], P);
-    }
-    for (size_t i = 0; i < n; i++)
-        shares[i] = !use_fenced && brokers[i].fenced ? 0 : share[brokers[i].rack];
-out:
-    free(size);
 }

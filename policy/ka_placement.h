@@ -23,29 +23,46 @@ typedef struct ka_place_broker {
     int64_t headroom; /* limit - hosted - reserved, clamped at 0 */
 } ka_place_broker_t;
 
-/* Working memory that successive ka_place calls reuse (zero-initialise it). */
-typedef struct ka_place_scratch {
-    void *block;
-    size_t size;
-} ka_place_scratch_t;
+/* Places the items of one request in turn (zero-initialise it). */
+typedef struct ka_place_session {
+    struct ka_place_state *state;
+} ka_place_session_t;
 
-void ka_place_scratch_free(ka_place_scratch_t *scratch);
+/*
+ * Starts a session over brokers[0..n) (kept by reference: their id, rack
+ * and fenced flag must not change until ka_place_end; headroom is read
+ * here only). Ties are broken by an order derived from seed, the same for
+ * every item of the session. 0, KA_EINVALID (racks <= 0) or KA_ENOMEM.
+ * Cost: O(brokers log brokers).
+ */
+int ka_place_begin(ka_place_session_t *s, const ka_place_broker_t *brokers, size_t n, int32_t racks,
+                   uint64_t seed);
 
 /*
  * Computes an assignment of `partitions` rows of `replication` distinct
  * brokers into out (leader first), rack-aware and spread like Kafka's
- * StripedReplicaPlacer, using no broker beyond its headroom. Ties are
- * broken by an order derived from seed. On success, when added is not
- * NULL, adds each broker's replicas in out to added[index] (so the caller
- * needs no lookup by id). Returns 0, KA_ELIMIT when no assignment fits the
- * headroom, or KA_ENOMEM. scratch (may be NULL) holds the working memory
- * between calls.
+ * StripedReplicaPlacer, using no broker beyond its headroom left by the
+ * session's earlier items, and takes it from that headroom. On success,
+ * when added is not NULL, adds each broker's replicas in out to
+ * added[index] (so the caller needs no lookup by id). Returns 0, KA_ELIMIT
+ * when no assignment fits (the session is then unchanged), or KA_EINVALID
+ * without a session.
  *
- * Cost: O(brokers + partitions * replication * (racks + log brokers)).
+ * Cost: O(racks + partitions * replication * (racks + log brokers)) plus
+ * re-sorting the brokers it used; independent of how many brokers it does
+ * not use, except when the greedy pass fails and the fallback scans all.
  */
+int ka_place_next(ka_place_session_t *s, int32_t partitions, int32_t replication, int32_t *out,
+                  int64_t *added);
+
+/* The brokers the last successful ka_place_next used, by ascending index. */
+size_t ka_place_touched(const ka_place_session_t *s, const uint32_t **index);
+
+void ka_place_end(ka_place_session_t *s);
+
+/* One item in a session of its own: ka_place_begin, ka_place_next, ka_place_end. */
 int ka_place(const ka_place_broker_t *brokers, size_t broker_count, int32_t rack_count,
-             int32_t partitions, int32_t replication, uint64_t seed, int32_t *out, int64_t *added,
-             ka_place_scratch_t *scratch);
+             int32_t partitions, int32_t replication, uint64_t seed, int32_t *out, int64_t *added);
 
 /*
  * The greedy pass of ka_place written as its definition: every choice a scan
