@@ -130,6 +130,7 @@ void ka_work_free(struct ka_work *w)
     free(w->shares);
     free(w->rule_used);
     ka_place_end(&w->place);
+    ka_bound_free(&w->bound);
 }
 
 long ka_work_broker_index(const struct ka_work *w, int32_t broker_id)
@@ -404,7 +405,9 @@ int ka_work_decide_exact(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *pl
 /* The worst case Kafka's placer could produce, into w->delta. */
 static void bound_delta(struct ka_work *w, int32_t partitions, int32_t replication)
 {
-    ka_bound_shares(w->brokers, w->broker_count, w->rack_count, partitions, replication, w->delta);
+    if (!w->bound_ready) /* without memory, ka_bound_fill assumes the worst */
+        w->bound_ready = ka_bound_init(&w->bound, w->brokers, w->broker_count, w->rack_count) == 0;
+    ka_bound_fill(&w->bound, w->brokers, w->broker_count, partitions, replication, w->delta);
 }
 
 /*

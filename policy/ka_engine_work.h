@@ -36,6 +36,8 @@ struct ka_work {
      * is reserved as placed (place_synced); any other change to current ends it. */
     ka_place_session_t place;
     bool place_ready, place_synced;
+    ka_bound_t bound; /* the bound's counts of brokers, from the call's first bound item */
+    bool bound_ready;
     int64_t partitions; /* cluster partitions + reserved + validate_only items */
     /* Who sent the request (ctx->principal, or principal.unknown), its entry in the policy
      * (NULL: none) and what that entry exempts it from (enum ka_exemption). */

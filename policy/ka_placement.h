@@ -84,4 +84,22 @@ int ka_place_greedy_reference(const ka_place_broker_t *brokers, size_t broker_co
 void ka_bound_shares(const ka_place_broker_t *brokers, size_t broker_count, int32_t rack_count,
                      int64_t partitions, int32_t replication, int64_t *shares);
 
+/* What ka_bound_shares needs of the brokers besides the item, counted once for many
+ * items over the same brokers (their rack and fenced flag). */
+typedef struct ka_bound {
+    int32_t racks;
+    int64_t n, unfenced;
+    int64_t *size;     /* unfenced brokers per rack */
+    int64_t *size_all; /* brokers per rack */
+    int64_t *share;    /* scratch: the last fill's share per rack */
+} ka_bound_t;
+
+/* 0 or KA_ENOMEM (then ka_bound_fill assumes the worst: P on every broker). */
+int ka_bound_init(ka_bound_t *b, const ka_place_broker_t *brokers, size_t broker_count,
+                  int32_t rack_count);
+/* ka_bound_shares over the brokers b was counted from: O(racks + brokers). */
+void ka_bound_fill(ka_bound_t *b, const ka_place_broker_t *brokers, size_t broker_count,
+                   int64_t partitions, int32_t replication, int64_t *shares);
+void ka_bound_free(ka_bound_t *b);
+
 #endif
