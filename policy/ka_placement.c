@@ -533,13 +533,67 @@ static void merge_run(struct ka_place_state *p, uint32_t *run, uint32_t *len, co
     *len = out;
 }
 
-/* Ends an item: counts to `added`, keys from the new headroom, the runs re-sorted. */
-static void end_item(struct ka_place_state *p, int64_t *added)
+/*
+ * Rack r's touched brokers after the greedy pass, run[0..c) (it takes fresh brokers
+ * from the front only), re-keyed: sorted among themselves (nearly sorted already: they
+ * were in run order and mostly lost the same headroom), then merged in place with the
+ * untouched rest run[c..*len), which stays sorted. Those without headroom leave.
+ */
+static void merge_prefix(struct ka_place_state *p, uint32_t *run, uint32_t *len, uint32_t c)
+{
+    uint32_t *buf = p->stash, kept = 0, a = c, b = 0, out = 0;
+
+    for (uint32_t k = 0; k < c; k++)
+        if (p->headroom[run[k]] > 0)
+            buf[kept++] = run[k];
+    sort_by_rkey(p, buf, kept);
+    /* out <= a throughout (b <= kept <= c), so the merge never overwrites unread brokers. */
+    while (b < kept) {
+        if (a < *len && p->rkey[run[a]] < p->rkey[buf[b]])
+            run[out++] = run[a++];
+        else
+            run[out++] = buf[b++];
+    }
+    if (out != a)
+        memmove(run + out, run + a, (*len - a) * sizeof(*run));
+    *len = out + (*len - a);
+}
+
+/* The fallback's touched brokers, in no particular place: by rack, sorted, merged. */
+static void merge_scattered(struct ka_place_state *p, const uint8_t *mark)
 {
     uint32_t *t = p->touched, tlen = p->touched_len, *by_rack = p->stash, *start = p->rcursor;
-    uint8_t *mark = p->in_partition; /* all 0 between partitions; 1 marks a touched broker */
 
     memset(start, 0, (size_t)p->racks * sizeof(*start));
+    for (uint32_t k = 0; k < tlen; k++)
+        start[p->brokers[t[k]].rack]++;
+    for (int32_t r = 0, sum = 0; r < p->racks; r++) {
+        uint32_t c = start[r];
+
+        start[r] = (uint32_t)sum;
+        sum += (int32_t)c;
+    }
+    for (uint32_t k = 0; k < tlen; k++)
+        by_rack[start[p->brokers[t[k]].rack]++] = t[k];
+    /* start[r] is rack r's end now. */
+    for (int32_t r = 0, from = 0; r < p->racks; r++) {
+        uint32_t count = start[r] - (uint32_t)from;
+
+        if (count > 0) {
+            sort_by_rkey(p, by_rack + from, count);
+            merge_run(p, p->rsorted + p->rstart[r], &p->rlen[r], by_rack + from, count, mark);
+        }
+        from = (int32_t)start[r];
+    }
+}
+
+/* Ends an item: counts to `added`, keys from the new headroom, the runs re-sorted
+ * (greedy: the item's brokers are its racks' run prefixes). */
+static void end_item(struct ka_place_state *p, int64_t *added, bool greedy)
+{
+    uint32_t *t = p->touched, tlen = p->touched_len;
+    uint8_t *mark = p->in_partition; /* all 0 between partitions; 1 marks a touched broker */
+
     for (uint32_t k = 0; k < tlen; k++) {
         uint32_t i = t[k];
 
@@ -549,29 +603,17 @@ static void end_item(struct ka_place_state *p, int64_t *added)
         p->lpos[i] = p->rpos[i] = NOT_IN;
         set_keys(p, i);
         mark[i] = 1;
-        start[p->brokers[i].rack]++;
     }
-    /* By rack, keeping their order: a rack's fresh brokers are used in its run's order,
-     * so each rack's part is nearly sorted already. */
-    for (int32_t r = 0, sum = 0; r < p->racks; r++) {
-        uint32_t c = start[r];
-
-        start[r] = (uint32_t)sum;
-        sum += (int32_t)c;
-    }
-    for (uint32_t k = 0; k < tlen; k++)
-        by_rack[start[p->brokers[t[k]].rack]++] = t[k];
-    /* Heaps are empty now, so sort_by_rkey may use lpos. start[r] is rack r's end. */
+    /* Heaps are empty now, so sort_by_rkey may use lpos. */
     p->leader_heap.len = 0;
-    for (int32_t r = 0, from = 0; r < p->racks; r++) {
-        uint32_t count = start[r] - (uint32_t)from;
-
+    for (int32_t r = 0; r < p->racks; r++)
         p->rack_heaps[r].len = 0;
-        if (count > 0) {
-            sort_by_rkey(p, by_rack + from, count);
-            merge_run(p, p->rsorted + p->rstart[r], &p->rlen[r], by_rack + from, count, mark);
-        }
-        from = (int32_t)start[r];
+    if (greedy) {
+        for (int32_t r = 0; r < p->racks; r++)
+            if (p->rcursor[r] > 0)
+                merge_prefix(p, p->rsorted + p->rstart[r], &p->rlen[r], p->rcursor[r]);
+    } else {
+        merge_scattered(p, mark);
     }
     /* The engine reads the item's brokers in index (= id) order: from the marks when
      * the item used many, else by insertion. */
@@ -712,8 +754,10 @@ int ka_place_next(ka_place_session_t *s, int32_t partitions, int32_t replication
             undo_item(p);
             return KA_ELIMIT;
         }
+        end_item(p, added, false);
+        return 0;
     }
-    end_item(p, added);
+    end_item(p, added, true);
     return 0;
 }
 
