@@ -505,35 +505,6 @@ static void touched_by_scan(struct ka_place_state *p)
 }
 
 /*
- * Merges t[0..tlen) (one rack's touched brokers, re-keyed and sorted) back into the
- * rack's sorted run run[0..*len), which still holds those of them it held at their old
- * places (marked). Those without headroom leave the run.
- */
-static void merge_run(struct ka_place_state *p, uint32_t *run, uint32_t *len, const uint32_t *t,
-                      uint32_t tlen, const uint8_t *mark)
-{
-    uint32_t kept = 0, a = 0, b = 0, out = 0;
-    uint32_t *tmp = p->tmp;
-
-    for (uint32_t k = 0; k < *len; k++) {
-        tmp[kept] = run[k];
-        kept += !mark[run[k]];
-    }
-    for (; b < tlen; b++) {
-        uint32_t i = t[b];
-
-        if (p->headroom[i] <= 0)
-            continue;
-        while (a < kept && p->rkey[tmp[a]] < p->rkey[i])
-            run[out++] = tmp[a++];
-        run[out++] = i;
-    }
-    while (a < kept)
-        run[out++] = tmp[a++];
-    *len = out;
-}
-
-/*
  * Rack r's touched brokers after the greedy pass, run[0..c) (it takes fresh brokers
  * from the front only), re-keyed: sorted among themselves (nearly sorted already: they
  * were in run order and mostly lost the same headroom), then merged in place with the
@@ -559,36 +530,24 @@ static void merge_prefix(struct ka_place_state *p, uint32_t *run, uint32_t *len,
     *len = out + (*len - a);
 }
 
-/* The fallback's touched brokers, in no particular place: by rack, sorted, merged. */
-static void merge_scattered(struct ka_place_state *p, const uint8_t *mark)
+/* Every rack's run from scratch: its brokers with headroom, sorted. O(n log n). */
+static void build_runs(struct ka_place_state *p)
 {
-    uint32_t *t = p->touched, tlen = p->touched_len, *by_rack = p->stash, *start = p->rcursor;
+    for (int32_t r = 0; r < p->racks; r++)
+        p->rlen[r] = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        int32_t r = p->brokers[i].rack;
 
-    memset(start, 0, (size_t)p->racks * sizeof(*start));
-    for (uint32_t k = 0; k < tlen; k++)
-        start[p->brokers[t[k]].rack]++;
-    for (int32_t r = 0, sum = 0; r < p->racks; r++) {
-        uint32_t c = start[r];
-
-        start[r] = (uint32_t)sum;
-        sum += (int32_t)c;
+        if (p->headroom[i] > 0)
+            p->rsorted[p->rstart[r] + p->rlen[r]++] = (uint32_t)i;
     }
-    for (uint32_t k = 0; k < tlen; k++)
-        by_rack[start[p->brokers[t[k]].rack]++] = t[k];
-    /* start[r] is rack r's end now. */
-    for (int32_t r = 0, from = 0; r < p->racks; r++) {
-        uint32_t count = start[r] - (uint32_t)from;
-
-        if (count > 0) {
-            sort_by_rkey(p, by_rack + from, count);
-            merge_run(p, p->rsorted + p->rstart[r], &p->rlen[r], by_rack + from, count, mark);
-        }
-        from = (int32_t)start[r];
-    }
+    for (int32_t r = 0; r < p->racks; r++)
+        sort_by_rkey(p, p->rsorted + p->rstart[r], p->rlen[r]);
 }
 
 /* Ends an item: counts to `added`, keys from the new headroom, the runs re-sorted
- * (greedy: the item's brokers are its racks' run prefixes). */
+ * (greedy: the item's brokers are its racks' run prefixes; the fallback, which scans
+ * every broker anyway, sorts them all again). */
 static void end_item(struct ka_place_state *p, int64_t *added, bool greedy)
 {
     uint32_t *t = p->touched, tlen = p->touched_len;
@@ -613,7 +572,7 @@ static void end_item(struct ka_place_state *p, int64_t *added, bool greedy)
             if (p->rcursor[r] > 0)
                 merge_prefix(p, p->rsorted + p->rstart[r], &p->rlen[r], p->rcursor[r]);
     } else {
-        merge_scattered(p, mark);
+        build_runs(p);
     }
     /* The engine reads the item's brokers in index (= id) order: from the marks when
      * the item used many, else by insertion. */
@@ -718,15 +677,7 @@ int ka_place_begin(ka_place_session_t *s, const ka_place_broker_t *brokers, size
         p->rlen[r] = 0;
     }
     p->leader_heap = (struct heap){p->heap_items, 0, p->lpos, p->lkey};
-    for (size_t i = 0; i < n; i++) {
-        int32_t r = brokers[i].rack;
-
-        if (p->headroom[i] <= 0)
-            continue;
-        p->rsorted[p->rstart[r] + p->rlen[r]++] = (uint32_t)i;
-    }
-    for (int32_t r = 0; r < racks; r++)
-        sort_by_rkey(p, p->rsorted + p->rstart[r], p->rlen[r]);
+    build_runs(p);
     s->state = p;
     return 0;
 }
