@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -85,7 +86,7 @@ static void test_session_items_place_as_the_definition_on_what_is_left(void **st
     static int32_t fast[MAX_CELLS], slow[MAX_CELLS];
     static int64_t added[MAX_BROKERS], counted[MAX_BROKERS];
     uint64_t s = 0x9e3779b97f4a7c15ull;
-    int compared = 0, later = 0, failed = 0;
+    int compared = 0, later = 0, failed = 0, fallback = 0;
 
     (void)state;
     for (int t = 0; t < 3000; t++) {
@@ -116,6 +117,7 @@ static void test_session_items_place_as_the_definition_on_what_is_left(void **st
                 compared++;
                 later += item > 0;
             }
+            fallback += ref != 0 && rc == 0;
             if (rc != 0) {
                 assert_int_equal(rc, KA_ELIMIT);
                 failed++;
@@ -128,6 +130,11 @@ static void test_session_items_place_as_the_definition_on_what_is_left(void **st
 
                 assert_int_equal(fast[c], b[i].id);
                 counted[i]++;
+                /* A row holds distinct brokers, and its leader is unfenced. */
+                for (size_t d = c - c % (size_t)replication; d < c; d++)
+                    assert_int_not_equal(fast[d], fast[c]);
+                if (c % (size_t)replication == 0)
+                    assert_false(b[i].fenced);
             }
             touched_count = ka_place_touched(&session, &touched);
             for (size_t i = 0; i < n; i++) {
@@ -146,6 +153,9 @@ static void test_session_items_place_as_the_definition_on_what_is_left(void **st
     assert_true(compared > 3000);
     assert_true(later > 2000);
     assert_true(failed > 100);
+    assert_true(fallback > 50); /* items after a fallback placed too, runs re-sorted */
+    printf("session: %d compared (%d later items), %d fallbacks, %d failed\n", compared, later,
+           fallback, failed);
 }
 
 int main(void)
