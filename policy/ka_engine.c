@@ -336,6 +336,14 @@ static int check_brokers(const struct ka_work *w, const int64_t *added, const ch
     /* A principal exempt from max.broker.partitions (the policy says so for it). */
     if (w->exempt & KA_EXEMPT_BROKER_LIMITS)
         return 0;
+    if (!list_all) { /* the usual answer, none over, in one branch-free pass */
+        bool over = false;
+
+        for (size_t i = 0; i < w->broker_count; i++)
+            over |= (added[i] > 0) & (w->current[i] + added[i] > w->limit[i]);
+        if (!over)
+            return 0;
+    }
     for (size_t i = 0; i < w->broker_count; i++) {
         if (added[i] <= 0 || (!list_all && w->current[i] + added[i] <= w->limit[i]))
             continue;

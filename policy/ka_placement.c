@@ -512,18 +512,33 @@ static void touched_by_scan(struct ka_place_state *p)
  */
 static void merge_prefix(struct ka_place_state *p, uint32_t *run, uint32_t *len, uint32_t c)
 {
-    uint32_t *buf = p->stash, kept = 0, a = c, b = 0, out = 0;
+    uint32_t *buf = p->stash, kept = 0, a = c, out = 0;
 
     for (uint32_t k = 0; k < c; k++)
         if (p->headroom[run[k]] > 0)
             buf[kept++] = run[k];
     sort_by_rkey(p, buf, kept);
-    /* out <= a throughout (b <= kept <= c), so the merge never overwrites unread brokers. */
-    while (b < kept) {
-        if (a < *len && p->rkey[run[a]] < p->rkey[buf[b]])
-            run[out++] = run[a++];
-        else
-            run[out++] = buf[b++];
+    /* Each one goes after the untouched brokers with smaller keys, found by binary search
+     * (they are sorted, and so are the touched ones: the searches move only forward).
+     * out <= a throughout (b <= kept <= c), so moving a block down never overwrites
+     * unread brokers. */
+    for (uint32_t b = 0; b < kept; b++) {
+        ka_order_t key = p->rkey[buf[b]];
+        uint32_t lo = a, hi = *len;
+
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+
+            if (p->rkey[run[mid]] < key)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (out != a)
+            memmove(run + out, run + a, (lo - a) * sizeof(*run));
+        out += lo - a;
+        a = lo;
+        run[out++] = buf[b];
     }
     if (out != a)
         memmove(run + out, run + a, (*len - a) * sizeof(*run));
