@@ -9,10 +9,11 @@
  * and removals keep that order.
  *
  * The per-broker totals the engine reads on every decision are kept up to
- * date on each add and removal. Kafka broker ids are small in practice, so
- * ids below DENSE_IDS get a slot each in a dense array (an add costs a few
- * instructions per broker, in any delta order); any other id (negative,
- * large) lives in a small array sorted by id and is found by search.
+ * date on each add and removal. A cluster's broker ids sit close together
+ * in practice (0..n, 1001.., 10001..), so the ids in a window over them get
+ * a slot each in a dense array: an add costs a few instructions per broker,
+ * in any delta order. Ids outside the window live in a small array sorted
+ * by id and are found by search.
  */
 #include "ka_reservations.h"
 
@@ -20,11 +21,12 @@
 #include <string.h>
 
 /*
- * Broker ids in [0, DENSE_IDS) are counted in the dense array; it grows to
- * the next power of two above the largest id seen, so it never holds more
- * than DENSE_IDS totals (32 KiB).
+ * The dense window (its base a multiple of 64, its length a power of two)
+ * grows, never shrinks, to cover new ids as long as it spans at most
+ * DENSE_IDS ids, so it never takes more than 32 KiB; ids that would
+ * stretch it further go to the sparse array.
  */
-#define DENSE_IDS 4096u
+#define DENSE_IDS 4096
 
 struct ka_reservation {
     uint64_t id;
@@ -42,9 +44,10 @@ struct ka_broker_total {
 struct ka_reservations {
     struct ka_reservation **entries; /* sorted by id */
     size_t count, capacity;
-    int64_t *dense; /* replicas per broker id below dense_len (<= DENSE_IDS) */
+    int64_t *dense;     /* replicas of broker dense_base + i in dense[i], i < dense_len */
+    int64_t dense_base; /* int64: a window's base may sit below INT32_MIN */
     size_t dense_len;
-    struct ka_broker_total *sparse; /* the other ids, sorted; entries at 0 are kept */
+    struct ka_broker_total *sparse; /* ids outside the window, sorted; entries at 0 are kept */
     size_t sparse_count, sparse_capacity;
     int64_t partitions; /* sum of new_partitions over entries */
     uint64_t next_id;   /* ids are never reused, so a late release cannot hit another */
@@ -71,9 +74,10 @@ void ka_reservations_free(ka_reservations_t *l)
     free(l);
 }
 
-static bool is_dense(const ka_reservations_t *l, int32_t broker_id)
+/* The broker's dense slot; dense_len or more when it is outside the window. */
+static size_t dense_slot(const ka_reservations_t *l, int32_t broker_id)
 {
-    return (uint32_t)broker_id < l->dense_len;
+    return (size_t)((int64_t)broker_id - l->dense_base); /* below the base wraps to huge */
 }
 
 static size_t sparse_index(const ka_reservations_t *l, int32_t broker_id)
@@ -89,22 +93,6 @@ static size_t sparse_index(const ka_reservations_t *l, int32_t broker_id)
             hi = mid;
     }
     return lo;
-}
-
-static int grow_dense(ka_reservations_t *l, uint32_t top)
-{
-    size_t len = l->dense_len ? l->dense_len : 64;
-    int64_t *p;
-
-    while (len <= top)
-        len *= 2;
-    p = realloc(l->dense, len * sizeof(*p));
-    if (p == NULL)
-        return KA_ENOMEM;
-    memset(&p[l->dense_len], 0, (len - l->dense_len) * sizeof(*p));
-    l->dense = p;
-    l->dense_len = len;
-    return 0;
 }
 
 /* An array of `size`-byte elements with twice the room (16 at first); NULL when out of memory. */
@@ -137,34 +125,82 @@ static int add_sparse(ka_reservations_t *l, int32_t broker_id)
     return 0;
 }
 
-/* Makes sure every broker in the deltas has a totals slot. */
+static int64_t floor64(int64_t id)
+{
+    return id - ((id % 64) + 64) % 64;
+}
+
+/*
+ * Moves the window to cover ids lo..hi (which cover the current window)
+ * and takes in the sparse totals it now covers, so every id has one slot.
+ */
+static int move_window(ka_reservations_t *l, int64_t lo, int64_t hi)
+{
+    int64_t base = floor64(lo);
+    size_t len = 64, kept = 0;
+    int64_t *dense;
+
+    while ((int64_t)len <= hi - base)
+        len *= 2;
+    if ((dense = calloc(len, sizeof(*dense))) == NULL)
+        return KA_ENOMEM;
+    if (l->dense_len > 0)
+        memcpy(&dense[l->dense_base - base], l->dense, l->dense_len * sizeof(*dense));
+    free(l->dense);
+    l->dense = dense;
+    l->dense_base = base;
+    l->dense_len = len;
+    for (size_t i = 0; i < l->sparse_count; i++) {
+        size_t slot = dense_slot(l, l->sparse[i].broker_id);
+
+        if (slot < len)
+            dense[slot] += l->sparse[i].replicas;
+        else
+            l->sparse[kept++] = l->sparse[i];
+    }
+    l->sparse_count = kept;
+    return 0;
+}
+
+/*
+ * Makes sure every broker in the deltas has a totals slot: the window grows
+ * over all of the new ids when it can, or they get sparse slots (a later
+ * add that grows the window over them takes them in).
+ */
 static int prepare_totals(ka_reservations_t *l, const ka_broker_delta_t *d, size_t n)
 {
-    uint32_t top = 0;
-    bool grow = false;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    int rc;
 
     for (size_t i = 0; i < n; i++) {
-        uint32_t id = (uint32_t)d[i].broker_id;
-        int rc;
-
-        if (id < l->dense_len)
+        if (dense_slot(l, d[i].broker_id) < l->dense_len)
             continue;
-        if (id < DENSE_IDS) {
-            top = id > top ? id : top;
-            grow = true;
-        } else if ((rc = add_sparse(l, d[i].broker_id)) < 0) {
-            return rc;
-        }
+        lo = d[i].broker_id < lo ? d[i].broker_id : lo;
+        hi = d[i].broker_id > hi ? d[i].broker_id : hi;
     }
-    return grow ? grow_dense(l, top) : 0;
+    if (lo > hi)
+        return 0; /* all in the window */
+    if (l->dense_len > 0) {
+        int64_t top = l->dense_base + (int64_t)l->dense_len - 1;
+
+        lo = l->dense_base < lo ? l->dense_base : lo;
+        hi = top > hi ? top : hi;
+    }
+    if (hi - floor64(lo) < DENSE_IDS)
+        return move_window(l, lo, hi);
+    for (size_t i = 0; i < n; i++)
+        if (dense_slot(l, d[i].broker_id) >= l->dense_len &&
+            (rc = add_sparse(l, d[i].broker_id)) < 0)
+            return rc;
+    return 0;
 }
 
 static int64_t *total_of(const ka_reservations_t *l, int32_t broker_id)
 {
-    size_t at;
+    size_t slot = dense_slot(l, broker_id), at;
 
-    if (is_dense(l, broker_id))
-        return &l->dense[(uint32_t)broker_id];
+    if (slot < l->dense_len)
+        return &l->dense[slot];
     at = sparse_index(l, broker_id);
     if (at < l->sparse_count && l->sparse[at].broker_id == broker_id)
         return &l->sparse[at].replicas;
@@ -178,11 +214,16 @@ static int64_t *total_of(const ka_reservations_t *l, int32_t broker_id)
  */
 static size_t apply_dense(ka_reservations_t *l, const ka_broker_delta_t *d, size_t n, int64_t sign)
 {
-    int64_t *dense = l->dense;
-    size_t len = l->dense_len, i = 0; /* locals, not reloaded after each store */
+    int64_t *dense = l->dense, base = l->dense_base; /* locals, not reloaded after each store */
+    size_t len = l->dense_len, i = 0;
 
-    for (; i < n && (uint32_t)d[i].broker_id < len; i++)
-        dense[(uint32_t)d[i].broker_id] += sign * d[i].replicas;
+    for (; i < n; i++) {
+        size_t slot = (size_t)((int64_t)d[i].broker_id - base);
+
+        if (slot >= len)
+            break;
+        dense[slot] += sign * d[i].replicas;
+    }
     return i;
 }
 

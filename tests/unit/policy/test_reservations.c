@@ -329,6 +329,81 @@ static void test_extreme_broker_ids_keep_their_totals_as_the_ledger_grows(void *
     ka_reservations_free(l);
 }
 
+/* Adds one reservation of the given deltas. */
+static uint64_t reserve_deltas(ka_reservations_t *l, const ka_broker_delta_t *deltas, size_t n)
+{
+    ka_reservation_spec_t spec = {
+        .kind = KA_RESERVATION_PARTITIONS, .topic = S("t"), .deltas = deltas, .delta_count = n};
+    uint64_t id = 0;
+
+    OK(ka_reservations_add(l, &spec, &id));
+    return id;
+}
+
+static void assert_replicas(const ka_reservations_t *l, const int32_t *ids, const int64_t *want,
+                            size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(ka_reservations_broker_replicas(l, ids[i]), want[i]);
+}
+
+static void test_totals_hold_while_the_counted_id_range_moves_and_grows(void **state)
+{
+    /* Far apart first (no compact range holds them), then ids from 10001 up,
+     * then lower, then too far for one range, then just close enough. */
+    const ka_broker_delta_t a[] = {{INT32_MIN, 1}, {10050, 2}, {10051, 3}};
+    const ka_broker_delta_t b[] = {{10001, 1}, {10100, 1}};
+    const ka_broker_delta_t c[] = {{9000, 4}, {10050, 1}};
+    const ka_broker_delta_t d[] = {{20000, 5}, {9000, 1}};
+    const ka_broker_delta_t e[] = {{13000, 6}, {20000, 1}};
+    const int32_t ids[] = {INT32_MIN, 10050, 10051, 10001, 10100, 9000, 20000, 13000, 10002};
+    ka_reservations_t *l = NULL;
+    uint64_t ia, ib, ic, id, ie;
+
+    (void)state;
+    OK(ka_reservations_new(&l));
+    ia = reserve_deltas(l, a, 3);
+    ib = reserve_deltas(l, b, 2);
+    assert_replicas(l, ids, (const int64_t[]){1, 2, 3, 1, 1, 0, 0, 0, 0}, 9);
+    ic = reserve_deltas(l, c, 2);
+    assert_replicas(l, ids, (const int64_t[]){1, 3, 3, 1, 1, 4, 0, 0, 0}, 9);
+    id = reserve_deltas(l, d, 2);
+    assert_replicas(l, ids, (const int64_t[]){1, 3, 3, 1, 1, 5, 5, 0, 0}, 9);
+    ie = reserve_deltas(l, e, 2);
+    assert_replicas(l, ids, (const int64_t[]){1, 3, 3, 1, 1, 5, 6, 6, 0}, 9);
+    OK(ka_reservations_release(l, ia));
+    assert_replicas(l, ids, (const int64_t[]){0, 1, 0, 1, 1, 5, 6, 6, 0}, 9);
+    OK(ka_reservations_release(l, ic));
+    OK(ka_reservations_release(l, ib));
+    assert_replicas(l, ids, (const int64_t[]){0, 0, 0, 0, 0, 1, 6, 6, 0}, 9);
+    OK(ka_reservations_release(l, ie));
+    OK(ka_reservations_release(l, id));
+    assert_replicas(l, ids, (const int64_t[]){0, 0, 0, 0, 0, 0, 0, 0, 0}, 9);
+    ka_reservations_free(l);
+}
+
+static void test_ids_at_the_edges_of_a_counted_range_are_counted(void **state)
+{
+    /* Negative ids a range must round down to cover, and spans of exactly 64 and 4096. */
+    const ka_broker_delta_t a[] = {{-70, 1}, {-1, 2}, {5, 3}};
+    const ka_broker_delta_t b[] = {{-64, 1}, {0, 4}};
+    const ka_broker_delta_t c[] = {{-128, 1}, {3967, 2}, {3968, 3}};
+    const int32_t ids[] = {-70, -1, 5, -64, 0, -128, 3967, 3968};
+    ka_reservations_t *one = NULL, *two = NULL;
+
+    (void)state;
+    OK(ka_reservations_new(&one));
+    reserve_deltas(one, a, 3);
+    reserve_deltas(one, c, 3);
+    assert_replicas(one, ids, (const int64_t[]){1, 2, 3, 0, 0, 1, 2, 3}, 8);
+    OK(ka_reservations_new(&two));
+    reserve_deltas(two, b, 2);
+    reserve_deltas(two, a, 3);
+    assert_replicas(two, ids, (const int64_t[]){1, 2, 3, 1, 4, 0, 0, 0}, 8);
+    ka_reservations_free(one);
+    ka_reservations_free(two);
+}
+
 static void test_an_invalid_spec_changes_nothing(void **state)
 {
     const ka_broker_delta_t deltas[] = {{1, 3}, {9000, 2}};
@@ -471,6 +546,8 @@ int main(void)
         cmocka_unit_test(test_totals_match_a_recount_through_releases_in_random_order),
         cmocka_unit_test(test_deltas_in_any_order_count_the_same),
         cmocka_unit_test(test_extreme_broker_ids_keep_their_totals_as_the_ledger_grows),
+        cmocka_unit_test(test_totals_hold_while_the_counted_id_range_moves_and_grows),
+        cmocka_unit_test(test_ids_at_the_edges_of_a_counted_range_are_counted),
         cmocka_unit_test(test_an_invalid_spec_changes_nothing),
         cmocka_unit_test(test_copies_after_churn_hold_what_the_source_holds),
         cmocka_unit_test(test_ends_keep_the_other_reservations_findable),
