@@ -1,30 +1,39 @@
 /*
  * ka_reservations.c: the reservation ledger.
  *
- * Outstanding reservations are few (one per admitted item still in
- * flight), so they live in a plain array searched linearly. The per-broker
- * totals the engine reads on every decision are kept up to date on each
- * add and removal in a small array sorted by broker id.
+ * The engine adds a reservation for every item it admits, so an add must
+ * cost little next to the decision itself (a thousand topics in about a
+ * millisecond). Each reservation is one allocation holding its fields, its
+ * deltas, its replica list and its topic name; the ledger keeps pointers to
+ * them sorted by id (ids only grow), so a lookup by id is a binary search
+ * and removals keep that order.
+ *
+ * The per-broker totals the engine reads on every decision are kept up to
+ * date on each add and removal. A cluster's broker ids sit close together
+ * in practice (0..n, 1001.., 10001..), so the ids in a window over them get
+ * a slot each in a dense array: an add costs a few instructions per broker,
+ * in any delta order. Ids outside the window live in a small array sorted
+ * by id and are found by search.
  */
 #include "ka_reservations.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * The dense window (its base a multiple of 64, its length a power of two)
+ * grows, never shrinks, to cover new ids as long as it spans at most
+ * DENSE_IDS ids, so it never takes more than 32 KiB; ids that would
+ * stretch it further go to the sparse array.
+ */
+#define DENSE_IDS 4096
+
 struct ka_reservation {
     uint64_t id;
-    enum ka_reservation_kind kind;
-    char *topic;
-    size_t topic_len;
-    int32_t partition_count;
-    int32_t partition;
-    int32_t *replicas;
-    int32_t replica_count;
-    int32_t new_partitions;
-    ka_broker_delta_t *deltas;
-    size_t delta_count;
-    int64_t expires_at_ms;
     uint64_t order; /* ledger offset of its announcement, or KA_RESERVATION_UNORDERED */
+    /* The spec as added, its topic, replicas and deltas pointing into this allocation. */
+    ka_reservation_spec_t spec;
+    ka_broker_delta_t deltas[];
 };
 
 struct ka_broker_total {
@@ -33,10 +42,13 @@ struct ka_broker_total {
 };
 
 struct ka_reservations {
-    struct ka_reservation *entries;
+    struct ka_reservation **entries; /* sorted by id */
     size_t count, capacity;
-    struct ka_broker_total *totals; /* sorted by broker_id; entries at 0 are kept */
-    size_t total_count, total_capacity;
+    int64_t *dense;     /* replicas of broker dense_base + i in dense[i], i < dense_len */
+    int64_t dense_base; /* int64: a window's base may sit below INT32_MIN */
+    size_t dense_len;
+    struct ka_broker_total *sparse; /* ids outside the window, sorted; entries at 0 are kept */
+    size_t sparse_count, sparse_capacity;
     int64_t partitions; /* sum of new_partitions over entries */
     uint64_t next_id;   /* ids are never reused, so a late release cannot hit another */
 };
@@ -50,32 +62,32 @@ int ka_reservations_new(ka_reservations_t **out)
     return 0;
 }
 
-static void free_entry(struct ka_reservation *e)
-{
-    free(e->topic);
-    free(e->replicas);
-    free(e->deltas);
-}
-
 void ka_reservations_free(ka_reservations_t *l)
 {
     if (l == NULL)
         return;
     for (size_t i = 0; i < l->count; i++)
-        free_entry(&l->entries[i]);
+        free(l->entries[i]);
     free(l->entries);
-    free(l->totals);
+    free(l->dense);
+    free(l->sparse);
     free(l);
 }
 
-static size_t total_index(const ka_reservations_t *l, int32_t broker_id)
+/* The broker's dense slot; dense_len or more when it is outside the window. */
+static size_t dense_slot(const ka_reservations_t *l, int32_t broker_id)
 {
-    size_t lo = 0, hi = l->total_count;
+    return (size_t)((int64_t)broker_id - l->dense_base); /* below the base wraps to huge */
+}
+
+static size_t sparse_index(const ka_reservations_t *l, int32_t broker_id)
+{
+    size_t lo = 0, hi = l->sparse_count;
 
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
 
-        if (l->totals[mid].broker_id < broker_id)
+        if (l->sparse[mid].broker_id < broker_id)
             lo = mid + 1;
         else
             hi = mid;
@@ -83,101 +95,216 @@ static size_t total_index(const ka_reservations_t *l, int32_t broker_id)
     return lo;
 }
 
-/*
- * total_index for deltas in ascending id order (as the engine writes
- * them): the slot is a few steps past the last one, so an item of a
- * hundred brokers costs a hundred steps, not a hundred searches.
- */
-static size_t total_index_after(const ka_reservations_t *l, size_t hint, int32_t broker_id)
+/* An array of `size`-byte elements with twice the room (16 at first); NULL when out of memory. */
+static void *grow(void *array, size_t *capacity, size_t size)
 {
-    size_t at = hint;
+    size_t cap = *capacity ? *capacity * 2 : 16;
+    void *p = realloc(array, cap * size);
 
-    if (at > l->total_count || (at > 0 && l->totals[at - 1].broker_id >= broker_id))
-        return total_index(l, broker_id); /* out of order: search it all */
-    for (int step = 0; at < l->total_count && l->totals[at].broker_id < broker_id; step++, at++)
-        if (step == 8)
-            return total_index(l, broker_id);
-    return at;
-}
-
-/* Makes sure every broker in the deltas has a totals slot, before any change. */
-static int prepare_totals(ka_reservations_t *l, const ka_broker_delta_t *d, size_t n)
-{
-    for (size_t i = 0, at = 0; i < n; i++, at++) {
-        at = total_index_after(l, at, d[i].broker_id);
-
-        if (at < l->total_count && l->totals[at].broker_id == d[i].broker_id)
-            continue;
-        if (l->total_count == l->total_capacity) {
-            size_t cap = l->total_capacity ? l->total_capacity * 2 : 16;
-            void *p = realloc(l->totals, cap * sizeof(*l->totals));
-
-            if (p == NULL)
-                return KA_ENOMEM;
-            l->totals = p;
-            l->total_capacity = cap;
-        }
-        memmove(&l->totals[at + 1], &l->totals[at], (l->total_count - at) * sizeof(*l->totals));
-        l->totals[at] = (struct ka_broker_total){d[i].broker_id, 0};
-        l->total_count++;
-    }
-    return 0;
-}
-
-static void apply(ka_reservations_t *l, const struct ka_reservation *e, int sign)
-{
-    for (size_t i = 0, at = 0; i < e->delta_count; i++, at++) {
-        at = total_index_after(l, at, e->deltas[i].broker_id);
-
-        l->totals[at].replicas += sign * (int64_t)e->deltas[i].replicas;
-    }
-    l->partitions += sign * (int64_t)e->new_partitions;
-}
-
-static void *copy(const void *src, size_t size)
-{
-    void *p = malloc(size ? size : 1);
-
-    if (p != NULL && size > 0)
-        memcpy(p, src, size);
+    if (p != NULL)
+        *capacity = cap;
     return p;
 }
 
+static int add_sparse(ka_reservations_t *l, int32_t broker_id)
+{
+    size_t at = sparse_index(l, broker_id);
+
+    if (at < l->sparse_count && l->sparse[at].broker_id == broker_id)
+        return 0;
+    if (l->sparse_count == l->sparse_capacity) {
+        void *p = grow(l->sparse, &l->sparse_capacity, sizeof(*l->sparse));
+
+        if (p == NULL)
+            return KA_ENOMEM;
+        l->sparse = p;
+    }
+    memmove(&l->sparse[at + 1], &l->sparse[at], (l->sparse_count - at) * sizeof(*l->sparse));
+    l->sparse[at] = (struct ka_broker_total){broker_id, 0};
+    l->sparse_count++;
+    return 0;
+}
+
+static int64_t floor64(int64_t id)
+{
+    return id - ((id % 64) + 64) % 64;
+}
+
+/*
+ * Moves the window to cover ids lo..hi (which cover the current window)
+ * and takes in the sparse totals it now covers, so every id has one slot.
+ */
+static int move_window(ka_reservations_t *l, int64_t lo, int64_t hi)
+{
+    int64_t base = floor64(lo);
+    size_t len = 64, kept = 0;
+    int64_t *dense;
+
+    while ((int64_t)len <= hi - base)
+        len *= 2;
+    if ((dense = calloc(len, sizeof(*dense))) == NULL)
+        return KA_ENOMEM;
+    if (l->dense_len > 0)
+        memcpy(&dense[l->dense_base - base], l->dense, l->dense_len * sizeof(*dense));
+    free(l->dense);
+    l->dense = dense;
+    l->dense_base = base;
+    l->dense_len = len;
+    for (size_t i = 0; i < l->sparse_count; i++) {
+        size_t slot = dense_slot(l, l->sparse[i].broker_id);
+
+        if (slot < len)
+            dense[slot] += l->sparse[i].replicas;
+        else
+            l->sparse[kept++] = l->sparse[i];
+    }
+    l->sparse_count = kept;
+    return 0;
+}
+
+/*
+ * Makes sure every broker in the deltas has a totals slot: the window grows
+ * over all of the new ids when it can, or they get sparse slots (a later
+ * add that grows the window over them takes them in).
+ */
+static int prepare_totals(ka_reservations_t *l, const ka_broker_delta_t *d, size_t n)
+{
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    int rc;
+
+    for (size_t i = 0; i < n; i++) {
+        if (dense_slot(l, d[i].broker_id) < l->dense_len)
+            continue;
+        lo = d[i].broker_id < lo ? d[i].broker_id : lo;
+        hi = d[i].broker_id > hi ? d[i].broker_id : hi;
+    }
+    if (lo > hi)
+        return 0; /* all in the window */
+    if (l->dense_len > 0) {
+        int64_t top = l->dense_base + (int64_t)l->dense_len - 1;
+
+        lo = l->dense_base < lo ? l->dense_base : lo;
+        hi = top > hi ? top : hi;
+    }
+    if (hi - floor64(lo) < DENSE_IDS)
+        return move_window(l, lo, hi);
+    for (size_t i = 0; i < n; i++)
+        if (dense_slot(l, d[i].broker_id) >= l->dense_len &&
+            (rc = add_sparse(l, d[i].broker_id)) < 0)
+            return rc;
+    return 0;
+}
+
+static int64_t *total_of(const ka_reservations_t *l, int32_t broker_id)
+{
+    size_t slot = dense_slot(l, broker_id), at;
+
+    if (slot < l->dense_len)
+        return &l->dense[slot];
+    at = sparse_index(l, broker_id);
+    if (at < l->sparse_count && l->sparse[at].broker_id == broker_id)
+        return &l->sparse[at].replicas;
+    return NULL;
+}
+
+/*
+ * Counts (sign 1) or uncounts (-1) deltas in their dense slots, up to the
+ * first delta whose broker has none; returns how many it counted. This is
+ * the whole of an add in the common case, so it is kept to a plain loop.
+ */
+static size_t apply_dense(ka_reservations_t *l, const ka_broker_delta_t *d, size_t n, int64_t sign)
+{
+    int64_t *dense = l->dense, base = l->dense_base; /* locals, not reloaded after each store */
+    size_t len = l->dense_len, i = 0;
+
+    for (; i < n; i++) {
+        size_t slot = (size_t)((int64_t)d[i].broker_id - base);
+
+        if (slot >= len)
+            break;
+        dense[slot] += sign * d[i].replicas;
+    }
+    return i;
+}
+
+/* apply_dense for any deltas, once prepare_totals has made every slot. */
+static void apply(ka_reservations_t *l, const ka_broker_delta_t *d, size_t n, int64_t sign)
+{
+    for (size_t i = apply_dense(l, d, n, sign); i < n; i++)
+        *total_of(l, d[i].broker_id) += sign * d[i].replicas;
+}
+
+/*
+ * Counts a new entry's deltas. Slots are made only for brokers the dense
+ * pass could not count, and a failure to make them takes back what it
+ * counted, so a failed add leaves the totals as they were.
+ */
+static int count_deltas(ka_reservations_t *l, const ka_broker_delta_t *d, size_t n)
+{
+    size_t done = apply_dense(l, d, n, 1);
+
+    if (done == n)
+        return 0;
+    if (prepare_totals(l, d + done, n - done) < 0) {
+        apply_dense(l, d, done, -1);
+        return KA_ENOMEM;
+    }
+    apply(l, d + done, n - done, 1);
+    return 0;
+}
+
+/* One allocation for the entry and everything it copies from the spec. */
+static struct ka_reservation *entry_new(const ka_reservation_spec_t *s, uint64_t id, uint64_t order)
+{
+    size_t deltas, replicas = (size_t)s->replica_count * sizeof(int32_t);
+    struct ka_reservation *e;
+    int32_t *targets;
+    uint8_t *topic;
+
+    if (s->delta_count > SIZE_MAX / 4 / sizeof(*s->deltas))
+        return NULL; /* no allocation could hold it */
+    deltas = s->delta_count * sizeof(*s->deltas);
+    e = malloc(sizeof(*e) + deltas + replicas + (size_t)s->topic.len);
+    if (e == NULL)
+        return NULL;
+    /* The deltas' size is a multiple of 8, so the replica list after them is aligned. */
+    targets = (int32_t *)((uint8_t *)e->deltas + deltas);
+    topic = (uint8_t *)targets + replicas;
+    *e = (struct ka_reservation){.id = id, .order = order, .spec = *s};
+    e->spec.deltas = e->deltas;
+    e->spec.replicas = targets;
+    e->spec.topic.ptr = topic;
+    if (deltas > 0)
+        memcpy(e->deltas, s->deltas, deltas);
+    if (replicas > 0)
+        memcpy(targets, s->replicas, replicas);
+    if (s->topic.len > 0)
+        memcpy(topic, s->topic.ptr, (size_t)s->topic.len);
+    return e;
+}
+
+/* Appends an entry; `id` must be above every id the ledger holds. */
 static int add_entry(ka_reservations_t *l, const ka_reservation_spec_t *s, uint64_t id,
                      uint64_t order)
 {
-    struct ka_reservation e = {0};
+    struct ka_reservation *e;
 
     if (s->topic.len < 0 || s->replica_count < 0 || s->new_partitions < 0)
         return KA_EINVALID;
     if (l->count == l->capacity) {
-        size_t cap = l->capacity ? l->capacity * 2 : 16;
-        void *p = realloc(l->entries, cap * sizeof(*l->entries));
+        void *p = grow(l->entries, &l->capacity, sizeof(*l->entries));
 
         if (p == NULL)
             return KA_ENOMEM;
         l->entries = p;
-        l->capacity = cap;
     }
-    e.id = id;
-    e.order = order;
-    e.kind = s->kind;
-    e.topic = copy(s->topic.ptr, (size_t)s->topic.len);
-    e.topic_len = (size_t)s->topic.len;
-    e.partition_count = s->partition_count;
-    e.partition = s->partition;
-    e.replicas = copy(s->replicas, (size_t)s->replica_count * sizeof(int32_t));
-    e.replica_count = s->replica_count;
-    e.new_partitions = s->new_partitions;
-    e.deltas = copy(s->deltas, s->delta_count * sizeof(*s->deltas));
-    e.delta_count = s->delta_count;
-    e.expires_at_ms = s->expires_at_ms;
-    if (e.topic == NULL || e.replicas == NULL || e.deltas == NULL ||
-        prepare_totals(l, s->deltas, s->delta_count) < 0) {
-        free_entry(&e);
+    if ((e = entry_new(s, id, order)) == NULL)
+        return KA_ENOMEM;
+    if (count_deltas(l, e->deltas, s->delta_count) < 0) {
+        free(e);
         return KA_ENOMEM;
     }
-    apply(l, &e, 1);
+    l->partitions += s->new_partitions;
     l->entries[l->count++] = e;
     return 0;
 }
@@ -192,13 +319,27 @@ int ka_reservations_add(ka_reservations_t *l, const ka_reservation_spec_t *s, ui
     return 0;
 }
 
+/* The index of the entry with this id, or l->count when there is none. */
+static size_t find_index(const ka_reservations_t *l, uint64_t id)
+{
+    size_t lo = 0, hi = l->count;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (l->entries[mid]->id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < l->count && l->entries[lo]->id == id ? lo : l->count;
+}
+
 static struct ka_reservation *find(const ka_reservations_t *l, uint64_t id)
 {
-    for (size_t i = 0; i < l->count; i++) {
-        if (l->entries[i].id == id)
-            return &l->entries[i];
-    }
-    return NULL;
+    size_t at = find_index(l, id);
+
+    return at < l->count ? l->entries[at] : NULL;
 }
 
 int ka_reservations_set_order(ka_reservations_t *l, uint64_t id, uint64_t order)
@@ -211,20 +352,6 @@ int ka_reservations_set_order(ka_reservations_t *l, uint64_t id, uint64_t order)
     return 0;
 }
 
-static void spec_of(const struct ka_reservation *e, ka_reservation_spec_t *s)
-{
-    *s = (ka_reservation_spec_t){.kind = e->kind,
-                                 .topic = {(const uint8_t *)e->topic, (int32_t)e->topic_len},
-                                 .partition_count = e->partition_count,
-                                 .partition = e->partition,
-                                 .replicas = e->replicas,
-                                 .replica_count = e->replica_count,
-                                 .new_partitions = e->new_partitions,
-                                 .deltas = e->deltas,
-                                 .delta_count = e->delta_count,
-                                 .expires_at_ms = e->expires_at_ms};
-}
-
 int ka_reservations_describe(const ka_reservations_t *l, uint64_t id, ka_reservation_spec_t *spec,
                              uint64_t *order)
 {
@@ -232,7 +359,7 @@ int ka_reservations_describe(const ka_reservations_t *l, uint64_t id, ka_reserva
 
     if (e == NULL)
         return KA_EINVALID;
-    spec_of(e, spec);
+    *spec = e->spec;
     if (order != NULL)
         *order = e->order;
     return 0;
@@ -240,7 +367,7 @@ int ka_reservations_describe(const ka_reservations_t *l, uint64_t id, ka_reserva
 
 void ka_reservations_spec_at(const ka_reservations_t *l, size_t index, ka_reservation_spec_t *spec)
 {
-    spec_of(&l->entries[index], spec);
+    *spec = l->entries[index]->spec;
 }
 
 /* The reservations of src ordered before `order`, or all of them (`all`). */
@@ -253,14 +380,13 @@ static int copy_where(const ka_reservations_t *src, uint64_t order, bool all,
     if (rc < 0)
         return rc;
     dst->next_id = src->next_id;
+    /* src is sorted by id, so appending in its order keeps dst sorted. */
     for (size_t i = 0; i < src->count; i++) {
-        const struct ka_reservation *e = &src->entries[i];
-        ka_reservation_spec_t s;
+        const struct ka_reservation *e = src->entries[i];
 
         if (!all && e->order >= order)
             continue;
-        spec_of(e, &s);
-        if ((rc = add_entry(dst, &s, e->id, e->order)) < 0) {
+        if ((rc = add_entry(dst, &e->spec, e->id, e->order)) < 0) {
             ka_reservations_free(dst);
             return rc;
         }
@@ -280,85 +406,98 @@ int ka_reservations_copy(const ka_reservations_t *src, ka_reservations_t **out)
     return copy_where(src, 0, true, out);
 }
 
-static void remove_at(ka_reservations_t *l, size_t i)
+static void end_entry(ka_reservations_t *l, struct ka_reservation *e)
 {
-    apply(l, &l->entries[i], -1);
-    free_entry(&l->entries[i]);
-    l->entries[i] = l->entries[--l->count];
+    apply(l, e->deltas, e->spec.delta_count, -1);
+    l->partitions -= e->spec.new_partitions;
+    free(e);
 }
 
 int ka_reservations_release(ka_reservations_t *l, uint64_t id)
 {
-    struct ka_reservation *e = find(l, id);
+    size_t at = find_index(l, id);
 
-    if (e == NULL)
+    if (at == l->count)
         return KA_EINVALID;
-    remove_at(l, (size_t)(e - l->entries));
+    end_entry(l, l->entries[at]);
+    memmove(&l->entries[at], &l->entries[at + 1], (l->count - at - 1) * sizeof(*l->entries));
+    l->count--;
     return 0;
 }
 
 static bool shown_by(const struct ka_reservation *e, const ka_cluster_t *view)
 {
-    ka_slice_t name = {(const uint8_t *)e->topic, (int32_t)e->topic_len};
-    const ka_cluster_topic_t *t = ka_cluster_find_topic(view, name);
+    const ka_reservation_spec_t *s = &e->spec;
+    const ka_cluster_topic_t *t = ka_cluster_find_topic(view, s->topic);
     const int32_t *replicas;
     int32_t count;
 
     if (t == NULL)
         return false;
-    if (e->kind == KA_RESERVATION_PARTITIONS)
-        return ka_cluster_topic_partition_count(t) >= e->partition_count;
+    if (s->kind == KA_RESERVATION_PARTITIONS)
+        return ka_cluster_topic_partition_count(t) >= s->partition_count;
     /* During a reassignment Kafka lists old and new replicas together, so the
      * targets are counted by the view as soon as they are all listed. */
-    replicas = ka_cluster_topic_replicas(t, e->partition, &count);
-    for (int32_t i = 0; i < e->replica_count; i++) {
+    replicas = ka_cluster_topic_replicas(t, s->partition, &count);
+    for (int32_t i = 0; i < s->replica_count; i++) {
         bool found = false;
 
         for (int32_t j = 0; j < count && !found; j++)
-            found = replicas[j] == e->replicas[i];
+            found = replicas[j] == s->replicas[i];
         if (!found)
             return false;
     }
     return true;
 }
 
+/* Ends the entries that `ends` picks, in one pass that keeps the rest in id order. */
+static size_t end_where(ka_reservations_t *l,
+                        bool (*ends)(const struct ka_reservation *e, const ka_cluster_t *view,
+                                     int64_t now_ms),
+                        const ka_cluster_t *view, int64_t now_ms)
+{
+    size_t kept = 0, ended;
+
+    for (size_t i = 0; i < l->count; i++) {
+        if (ends(l->entries[i], view, now_ms))
+            end_entry(l, l->entries[i]);
+        else
+            l->entries[kept++] = l->entries[i];
+    }
+    ended = l->count - kept;
+    l->count = kept;
+    return ended;
+}
+
+static bool ends_when_shown(const struct ka_reservation *e, const ka_cluster_t *view,
+                            int64_t now_ms)
+{
+    (void)now_ms;
+    return shown_by(e, view);
+}
+
+static bool ends_when_expired(const struct ka_reservation *e, const ka_cluster_t *view,
+                              int64_t now_ms)
+{
+    (void)view;
+    return e->spec.expires_at_ms <= now_ms;
+}
+
 size_t ka_reservations_reconcile(ka_reservations_t *l, const ka_cluster_t *view)
 {
-    size_t ended = 0;
-
-    for (size_t i = 0; i < l->count;) {
-        if (shown_by(&l->entries[i], view)) {
-            remove_at(l, i);
-            ended++;
-        } else {
-            i++;
-        }
-    }
-    return ended;
+    return end_where(l, ends_when_shown, view, 0);
 }
 
 size_t ka_reservations_expire(ka_reservations_t *l, int64_t now_ms)
 {
-    size_t ended = 0;
-
-    for (size_t i = 0; i < l->count;) {
-        if (l->entries[i].expires_at_ms <= now_ms) {
-            remove_at(l, i);
-            ended++;
-        } else {
-            i++;
-        }
-    }
-    return ended;
+    return end_where(l, ends_when_expired, NULL, now_ms);
 }
 
 int64_t ka_reservations_broker_replicas(const ka_reservations_t *l, int32_t broker_id)
 {
-    size_t at = total_index(l, broker_id);
+    const int64_t *total = total_of(l, broker_id);
 
-    if (at < l->total_count && l->totals[at].broker_id == broker_id)
-        return l->totals[at].replicas;
-    return 0;
+    return total != NULL ? *total : 0;
 }
 
 int64_t ka_reservations_partitions(const ka_reservations_t *l)
@@ -374,10 +513,10 @@ size_t ka_reservations_count(const ka_reservations_t *l)
 bool ka_reservations_has_topic(const ka_reservations_t *l, ka_slice_t topic)
 {
     for (size_t i = 0; i < l->count; i++) {
-        const struct ka_reservation *e = &l->entries[i];
+        const ka_reservation_spec_t *s = &l->entries[i]->spec;
 
-        if (e->kind == KA_RESERVATION_PARTITIONS && topic.len > 0 &&
-            e->topic_len == (size_t)topic.len && memcmp(e->topic, topic.ptr, e->topic_len) == 0)
+        if (s->kind == KA_RESERVATION_PARTITIONS && topic.len > 0 && s->topic.len == topic.len &&
+            memcmp(s->topic.ptr, topic.ptr, (size_t)topic.len) == 0)
             return true;
     }
     return false;
