@@ -56,7 +56,9 @@ struct ka_place_state {
     uint64_t *order;        /* seeded tie-break, distinct per broker */
     int64_t *rack_assigned; /* replicas of the current item per rack */
     uint8_t *in_partition;  /* broker already holds a replica of this partition */
-    uint8_t *rack_in_partition;
+    /* A rack holds a replica of this partition when its rack_part is the partition's
+     * number, part (counted over the session, so nothing is cleared per partition). */
+    uint64_t *rack_part, part;
     /* The static part of the keys, as of the item's start: rank (headroom, most
      * first, then the seeded order) and the greedy keys packed over it: leaders << 32 |
      * assigned for leaders, fenced << 63 | assigned for followers, in the high half. */
@@ -66,15 +68,17 @@ struct ka_place_state {
      * rstart[r] + rlen[r]); the cursor passes the ones the current item has used. */
     uint32_t *rsorted, *rstart, *rlen, *rcursor;
     /* The brokers the current item has used and that have headroom left: in the heaps,
-     * or waiting to enter them (rpend by rack regions as rsorted, lpend the unfenced). */
+     * or waiting in touched[] to enter them. */
     struct heap leader_heap;
     struct heap *rack_heaps;
-    uint32_t *rpend, *rpend_len, *lpend, lpend_len;
+    /* How many of touched[] each heap has taken in: a broker enters a heap only when a
+     * pick needs the used ones, with its keys computed from its counts then. */
+    uint32_t *rflushed, lflushed;
+    uint32_t *head;                     /* per rack: its first fresh broker, or NOT_IN */
     uint32_t *lpos, *rpos, *heap_items; /* heap_items: n for leaders, n for the racks */
     uint32_t *row;                      /* the current partition's broker indexes */
     uint32_t *stash, stash_len;         /* of those, the ones out of their rack heaps */
     uint32_t *touched, touched_len;     /* brokers the item used, ascending once it ends */
-    uint32_t *tmp;                      /* n, for re-sorting */
 };
 
 static uint64_t splitmix64(uint64_t x)
@@ -97,6 +101,11 @@ static uint64_t order_of(uint64_t seed, int32_t id)
             return (a) < (b);                                                                      \
     } while (0)
 
+static inline bool rack_used(const struct ka_place_state *p, int32_t r)
+{
+    return p->rack_part[r] == p->part;
+}
+
 static bool better_leader(const struct ka_place_state *p, size_t i, size_t j)
 {
     BETTER(p->leaders[i], p->leaders[j]);
@@ -118,7 +127,7 @@ static bool better_follower(const struct ka_place_state *p, size_t i, size_t j)
 {
     const ka_place_broker_t *a = &p->brokers[i], *b = &p->brokers[j];
 
-    BETTER(p->rack_in_partition[a->rack], p->rack_in_partition[b->rack]);
+    BETTER(rack_used(p, a->rack), rack_used(p, b->rack));
     BETTER(a->fenced, b->fenced);
     BETTER(p->rack_assigned[a->rack], p->rack_assigned[b->rack]);
     return better_in_rack(p, i, j);
@@ -129,7 +138,7 @@ static bool greedy_follower(const struct ka_place_state *p, uint32_t i, uint32_t
 {
     int32_t a = p->brokers[i].rack, b = p->brokers[j].rack;
 
-    BETTER(p->rack_in_partition[a], p->rack_in_partition[b]);
+    BETTER(rack_used(p, a), rack_used(p, b));
     BETTER(p->brokers[i].fenced, p->brokers[j].fenced);
     BETTER(p->rack_assigned[a], p->rack_assigned[b]);
     return p->rkey[i] < p->rkey[j];
@@ -205,7 +214,7 @@ static inline void take(struct ka_place_state *p, size_t i, bool leader)
     p->leaders[i] += leader;
     p->rack_assigned[p->brokers[i].rack]++;
     p->in_partition[i] = 1;
-    p->rack_in_partition[p->brokers[i].rack] = 1;
+    p->rack_part[p->brokers[i].rack] = p->part;
 }
 
 /* Picks the best candidate under `better` by a scan, or returns n when none is left. */
@@ -270,21 +279,54 @@ static void sort_by_rkey(const struct ka_place_state *p, uint32_t *idx, uint32_t
         pos[idx[k]] = NOT_IN;
 }
 
-/* Moves the waiting brokers into a heap, those with headroom left. */
-static void flush(const struct ka_place_state *p, struct heap *h, const uint32_t *pend,
-                  uint32_t *len)
+/* The greedy keys of a used broker from its counts (take_greedy keeps them so after). */
+static inline void used_keys(struct ka_place_state *p, uint32_t i)
 {
-    for (uint32_t k = 0; k < *len; k++)
-        if (p->headroom[pend[k]] > 0)
-            heap_push(h, pend[k]);
-    *len = 0;
+    uint64_t a = (uint64_t)p->assigned[i];
+
+    p->lkey[i] = (ka_order_t)((uint64_t)p->leaders[i] << 32 | a) << 64 | p->rank[i];
+    p->rkey[i] = (ka_order_t)(((uint64_t)p->brokers[i].fenced << 63) + a) << 64 | p->rank[i];
+}
+
+/* Takes the used unfenced brokers with headroom left into the leader heap. */
+static void flush_leaders(struct ka_place_state *p)
+{
+    for (; p->lflushed < p->touched_len; p->lflushed++) {
+        uint32_t i = p->touched[p->lflushed];
+
+        if (p->headroom[i] > 0 && !p->brokers[i].fenced) {
+            used_keys(p, i);
+            heap_push(&p->leader_heap, i);
+        }
+    }
+}
+
+/* Takes rack r's used brokers with headroom left into its heap. */
+static void flush_rack(struct ka_place_state *p, int32_t r)
+{
+    for (; p->rflushed[r] < p->touched_len; p->rflushed[r]++) {
+        uint32_t i = p->touched[p->rflushed[r]];
+
+        if (p->headroom[i] > 0 && p->brokers[i].rack == r) {
+            used_keys(p, i);
+            heap_push(&p->rack_heaps[r], i);
+        }
+    }
 }
 
 /* Rack r's first fresh broker, or NOT_IN. Picks take fresh brokers only from the
  * front of their run, so every one before the cursor is used and none after it. */
 static inline uint32_t fresh_in_rack(const struct ka_place_state *p, int32_t r)
 {
-    return p->rcursor[r] < p->rlen[r] ? p->rsorted[p->rstart[r] + p->rcursor[r]] : NOT_IN;
+    return p->head[r];
+}
+
+/* Moves rack r's cursor past its first fresh broker, just taken. */
+static inline void pass_head(struct ka_place_state *p, int32_t r)
+{
+    uint32_t c = ++p->rcursor[r];
+
+    p->head[r] = c < p->rlen[r] ? p->rsorted[p->rstart[r] + c] : NOT_IN;
 }
 
 /* The best leader: a fresh unfenced broker (count 0) beats every used one; the racks'
@@ -301,7 +343,7 @@ static uint32_t pick_leader(struct ka_place_state *p)
     }
     if (best != NOT_IN)
         return best;
-    flush(p, &p->leader_heap, p->lpend, &p->lpend_len);
+    flush_leaders(p);
     return p->leader_heap.len > 0 ? p->leader_heap.item[0] : NOT_IN;
 }
 
@@ -315,7 +357,7 @@ static uint32_t best_in_rack(struct ka_place_state *p, int32_t r)
 
     if (f != NOT_IN && !p->brokers[f].fenced)
         return f;
-    flush(p, rh, p->rpend + p->rstart[r], &p->rpend_len[r]);
+    flush_rack(p, r);
     while (rh->len > 0 && p->in_partition[rh->item[0]]) {
         p->stash[p->stash_len++] = rh->item[0];
         heap_remove(rh, rh->item[0]);
@@ -341,29 +383,22 @@ static uint32_t pick_follower(struct ka_place_state *p)
     return best;
 }
 
-/* take() for the greedy pass, keeping the heaps in step; a fresh broker waits to
- * enter them. */
+/* take() for the greedy pass, keeping the heaps in step; a fresh broker waits in
+ * touched[] to enter them (its keys are set then). */
 static void take_greedy(struct ka_place_state *p, uint32_t i, bool leader)
 {
     int32_t r = p->brokers[i].rack;
     struct heap *rh = &p->rack_heaps[r];
     bool fresh = p->assigned[i] == 0;
 
+    take(p, i, leader);
     if (fresh) {
         p->touched[p->touched_len++] = i;
-        p->rcursor[r]++;
-    }
-    take(p, i, leader);
-    p->lkey[i] += (ka_order_t)(((uint64_t)leader << 32) + 1) << 64;
-    p->rkey[i] += (ka_order_t)1 << 64;
-    if (fresh) {
-        if (p->headroom[i] > 0) {
-            p->rpend[p->rstart[r] + p->rpend_len[r]++] = i;
-            if (!p->brokers[i].fenced)
-                p->lpend[p->lpend_len++] = i;
-        }
+        pass_head(p, r);
         return;
     }
+    p->lkey[i] += (ka_order_t)(((uint64_t)leader << 32) + 1) << 64;
+    p->rkey[i] += (ka_order_t)1 << 64;
     if (p->lpos[i] != NOT_IN) {
         if (p->headroom[i] <= 0)
             heap_remove(&p->leader_heap, i);
@@ -384,9 +419,11 @@ static void start_item(struct ka_place_state *p)
     for (uint32_t k = 0; k < p->touched_len; k++)
         p->lpos[p->touched[k]] = p->rpos[p->touched[k]] = NOT_IN;
     p->touched_len = 0;
-    p->leader_heap.len = p->lpend_len = 0;
-    for (int32_t r = 0; r < p->racks; r++)
-        p->rack_heaps[r].len = p->rcursor[r] = p->rpend_len[r] = 0;
+    p->leader_heap.len = p->lflushed = 0;
+    for (int32_t r = 0; r < p->racks; r++) {
+        p->rack_heaps[r].len = p->rcursor[r] = p->rflushed[r] = 0;
+        p->head[r] = p->rlen[r] > 0 ? p->rsorted[p->rstart[r]] : NOT_IN;
+    }
     memset(p->rack_assigned, 0, (size_t)p->racks * sizeof(*p->rack_assigned));
 }
 
@@ -397,7 +434,7 @@ static int place_greedy(struct ka_place_state *p, int32_t partitions, int32_t re
         int32_t *row = out + (size_t)part * (size_t)replication;
         int32_t slot;
 
-        memset(p->rack_in_partition, 0, (size_t)p->racks);
+        p->part++;
         p->stash_len = 0;
         for (slot = 0; slot < replication; slot++) {
             uint32_t i = slot == 0 ? pick_leader(p) : pick_follower(p);
@@ -431,7 +468,7 @@ static int place_by_capacity(struct ka_place_state *p, int32_t partitions, int32
         int32_t lead_slot = -1;
 
         memset(p->in_partition, 0, p->n);
-        memset(p->rack_in_partition, 0, (size_t)p->racks);
+        p->part++;
         for (int32_t slot = 0; slot < replication; slot++) {
             size_t i = pick(p, false, better_capacity);
 
@@ -439,7 +476,7 @@ static int place_by_capacity(struct ka_place_state *p, int32_t partitions, int32
                 return KA_ELIMIT;
             chosen[slot] = (uint32_t)i;
             p->in_partition[i] = 1;
-            p->rack_in_partition[p->brokers[i].rack] = 1;
+            p->rack_part[p->brokers[i].rack] = p->part;
         }
         for (int32_t slot = 0; slot < replication; slot++) {
             size_t i = chosen[slot];
@@ -488,9 +525,9 @@ static void undo_item(struct ka_place_state *p)
         set_keys(p, i);
     }
     p->touched_len = 0;
-    p->leader_heap.len = p->lpend_len = 0;
+    p->leader_heap.len = p->lflushed = 0;
     for (int32_t r = 0; r < p->racks; r++)
-        p->rack_heaps[r].len = p->rpend_len[r] = 0;
+        p->rack_heaps[r].len = p->rflushed[r] = 0;
     memset(p->rack_assigned, 0, (size_t)p->racks * sizeof(*p->rack_assigned));
 }
 
@@ -613,11 +650,13 @@ static void end_item(struct ka_place_state *p, int64_t *added, bool greedy)
 /* One block for all of a session's arrays, widest alignment first. */
 static struct ka_place_state *state_alloc(size_t n, size_t racks)
 {
-    size_t size = sizeof(struct ka_place_state) + 2 * n * sizeof(ka_order_t) +
-                  racks * sizeof(struct heap) + (6 * n + racks) * sizeof(int64_t) +
-                  (13 * n + 4 * racks) * sizeof(uint32_t) + n + racks;
+    /* The arrays start after the state, rounded up for the 16-byte keys. */
+    size_t head = (sizeof(struct ka_place_state) + 15) & ~(size_t)15;
+    size_t size = head + 2 * n * sizeof(ka_order_t) + racks * sizeof(struct heap) +
+                  (5 * n + 2 * racks) * sizeof(int64_t) + (10 * n + 5 * racks) * sizeof(uint32_t) +
+                  n;
     struct ka_place_state *p = calloc(1, size);
-    uint8_t *at = (uint8_t *)(p + 1);
+    uint8_t *at = (uint8_t *)p + head;
 
     if (p == NULL)
         return NULL;
@@ -635,22 +674,20 @@ static struct ka_place_state *state_alloc(size_t n, size_t racks)
     CARVE(order, n);
     CARVE(rank, n);
     CARVE(rack_assigned, racks);
+    CARVE(rack_part, racks);
     CARVE(rsorted, n);
-    CARVE(rpend, n);
-    CARVE(lpend, n);
     CARVE(lpos, n);
     CARVE(rpos, n);
     CARVE(heap_items, 2 * n);
     CARVE(row, n);
     CARVE(stash, n);
     CARVE(touched, n);
-    CARVE(tmp, n);
     CARVE(rstart, racks);
     CARVE(rlen, racks);
     CARVE(rcursor, racks);
-    CARVE(rpend_len, racks);
+    CARVE(rflushed, racks);
+    CARVE(head, racks);
     CARVE(in_partition, n);
-    CARVE(rack_in_partition, racks);
 #undef CARVE
     return p;
 }
@@ -674,6 +711,7 @@ int ka_place_begin(ka_place_session_t *s, const ka_place_broker_t *brokers, size
     p->brokers = brokers;
     p->n = n;
     p->racks = racks;
+    p->part = 1; /* rack_part starts at 0: no rack holds a replica */
     for (size_t i = 0; i < n; i++) {
         int64_t h = brokers[i].headroom > 0 ? brokers[i].headroom : 0;
 
@@ -763,7 +801,7 @@ int ka_place_greedy_reference(const ka_place_broker_t *brokers, size_t n, int32_
     p = s.state;
     for (int32_t part = 0; part < partitions && rc == 0; part++) {
         memset(p->in_partition, 0, n);
-        memset(p->rack_in_partition, 0, (size_t)racks);
+        p->part++;
         for (int32_t slot = 0; slot < replication && rc == 0; slot++) {
             size_t i = pick(p, slot == 0, slot == 0 ? better_leader : better_follower);
 
