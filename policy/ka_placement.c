@@ -29,57 +29,10 @@
  * back into the runs.
  */
 #include "ka_placement.h"
+#include "ka_place_state.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* A heap's order in one compare: the greedy key in the high half, rank in the low. */
-typedef unsigned __int128 ka_order_t;
-
-struct heap {
-    uint32_t *item; /* broker indexes, heap-ordered */
-    uint32_t len;
-    uint32_t *pos;         /* per broker: its place in item, or NOT_IN when absent */
-    const ka_order_t *key; /* per broker: the whole order */
-};
-
-#define NOT_IN UINT32_MAX
-
-struct ka_place_state {
-    const ka_place_broker_t *brokers;
-    size_t n;
-    int32_t racks;
-    int64_t *headroom;      /* left after the session's items so far */
-    int64_t total_headroom; /* their sum */
-    int64_t *assigned;      /* replicas of the current item per broker; 0 between items */
-    int64_t *leaders;       /* leaders of the current item per broker; 0 between items */
-    uint64_t *order;        /* seeded tie-break, distinct per broker */
-    int64_t *rack_assigned; /* replicas of the current item per rack */
-    uint8_t *in_partition;  /* broker already holds a replica of this partition */
-    /* A rack holds a replica of this partition when its rack_part is the partition's
-     * number, part (counted over the session, so nothing is cleared per partition). */
-    uint64_t *rack_part, part;
-    /* The static part of the keys, as of the item's start: rank (headroom, most
-     * first, then the seeded order) and the greedy keys packed over it: leaders << 32 |
-     * assigned for leaders, fenced << 63 | assigned for followers, in the high half. */
-    uint64_t *rank;
-    ka_order_t *lkey, *rkey;
-    /* Per rack r its brokers with headroom, by rkey, in rsorted[rstart[r] ..
-     * rstart[r] + rlen[r]); the cursor passes the ones the current item has used. */
-    uint32_t *rsorted, *rstart, *rlen, *rcursor;
-    /* The brokers the current item has used and that have headroom left: in the heaps,
-     * or waiting in touched[] to enter them. */
-    struct heap leader_heap;
-    struct heap *rack_heaps;
-    /* How many of touched[] each heap has taken in: a broker enters a heap only when a
-     * pick needs the used ones, with its keys computed from its counts then. */
-    uint32_t *rflushed, lflushed;
-    uint32_t *head;                     /* per rack: its first fresh broker, or NOT_IN */
-    uint32_t *lpos, *rpos, *heap_items; /* heap_items: n for leaders, n for the racks */
-    uint32_t *row;                      /* the current partition's broker indexes */
-    uint32_t *stash, stash_len;         /* of those, the ones out of their rack heaps */
-    uint32_t *touched, touched_len;     /* brokers the item used, ascending once it ends */
-};
 
 static uint64_t splitmix64(uint64_t x)
 {
@@ -92,45 +45,6 @@ static uint64_t splitmix64(uint64_t x)
 static uint64_t order_of(uint64_t seed, int32_t id)
 {
     return splitmix64(seed ^ (uint64_t)(uint32_t)id * 0x9e3779b97f4a7c15ull);
-}
-
-/* Decides on the first key that differs; the smaller value is the better. */
-#define BETTER(a, b)                                                                               \
-    do {                                                                                           \
-        if ((a) != (b))                                                                            \
-            return (a) < (b);                                                                      \
-    } while (0)
-
-static inline bool rack_used(const struct ka_place_state *p, int32_t r)
-{
-    return p->rack_part[r] == p->part;
-}
-
-static bool better_leader(const struct ka_place_state *p, size_t i, size_t j)
-{
-    BETTER(p->leaders[i], p->leaders[j]);
-    BETTER(p->assigned[i], p->assigned[j]);
-    BETTER(-p->headroom[i], -p->headroom[j]);
-    return p->order[i] < p->order[j];
-}
-
-/* The follower key without its rack terms, which brokers of one rack share. */
-static bool better_in_rack(const struct ka_place_state *p, size_t i, size_t j)
-{
-    BETTER(p->brokers[i].fenced, p->brokers[j].fenced);
-    BETTER(p->assigned[i], p->assigned[j]);
-    BETTER(-p->headroom[i], -p->headroom[j]);
-    return p->order[i] < p->order[j];
-}
-
-static bool better_follower(const struct ka_place_state *p, size_t i, size_t j)
-{
-    const ka_place_broker_t *a = &p->brokers[i], *b = &p->brokers[j];
-
-    BETTER(rack_used(p, a->rack), rack_used(p, b->rack));
-    BETTER(a->fenced, b->fenced);
-    BETTER(p->rack_assigned[a->rack], p->rack_assigned[b->rack]);
-    return better_in_rack(p, i, j);
 }
 
 /* better_follower on the packed keys. */
@@ -197,39 +111,6 @@ static void heap_remove(struct heap *h, uint32_t broker)
     heap_set(h, at, moved);
     sift_down(h, at);
     sift_up(h, h->pos[moved]);
-}
-
-/* The fallback's key: most headroom first, spreading only among equals. */
-static bool better_capacity(const struct ka_place_state *p, size_t i, size_t j)
-{
-    BETTER(-p->headroom[i], -p->headroom[j]);
-    return better_follower(p, i, j);
-}
-
-static inline void take(struct ka_place_state *p, size_t i, bool leader)
-{
-    p->headroom[i]--;
-    p->total_headroom--;
-    p->assigned[i]++;
-    p->leaders[i] += leader;
-    p->rack_assigned[p->brokers[i].rack]++;
-    p->in_partition[i] = 1;
-    p->rack_part[p->brokers[i].rack] = p->part;
-}
-
-/* Picks the best candidate under `better` by a scan, or returns n when none is left. */
-static size_t pick(const struct ka_place_state *p, bool leader,
-                   bool (*better)(const struct ka_place_state *, size_t, size_t))
-{
-    size_t best = p->n;
-
-    for (size_t i = 0; i < p->n; i++) {
-        if (p->headroom[i] <= 0 || p->in_partition[i] || (leader && p->brokers[i].fenced))
-            continue;
-        if (best == p->n || better(p, i, best))
-            best = i;
-    }
-    return best;
 }
 
 /* The static keys of broker i from its headroom now, with no replica of an item. */
@@ -455,60 +336,6 @@ static int place_greedy(struct ka_place_state *p, int32_t partitions, int32_t re
             heap_push(&p->rack_heaps[p->brokers[p->stash[k]].rack], p->stash[k]);
     }
     return 0;
-}
-
-static int place_by_capacity(struct ka_place_state *p, int32_t partitions, int32_t replication,
-                             int32_t *out)
-{
-    uint32_t *chosen = p->row;
-
-    for (int32_t part = 0; part < partitions; part++) {
-        int32_t *row = out + (size_t)part * (size_t)replication;
-        size_t lead = p->n;
-        int32_t lead_slot = -1;
-
-        memset(p->in_partition, 0, p->n);
-        p->part++;
-        for (int32_t slot = 0; slot < replication; slot++) {
-            size_t i = pick(p, false, better_capacity);
-
-            if (i == p->n)
-                return KA_ELIMIT;
-            chosen[slot] = (uint32_t)i;
-            p->in_partition[i] = 1;
-            p->rack_part[p->brokers[i].rack] = p->part;
-        }
-        for (int32_t slot = 0; slot < replication; slot++) {
-            size_t i = chosen[slot];
-
-            if (!p->brokers[i].fenced && (lead == p->n || better_leader(p, i, lead))) {
-                lead = i;
-                lead_slot = slot;
-            }
-        }
-        if (lead_slot < 0)
-            return KA_ELIMIT; /* every broker with headroom left is fenced */
-        chosen[lead_slot] = chosen[0];
-        chosen[0] = (uint32_t)lead;
-        for (int32_t slot = 0; slot < replication; slot++) {
-            take(p, chosen[slot], slot == 0);
-            row[slot] = p->brokers[chosen[slot]].id;
-        }
-    }
-    return 0;
-}
-
-/* Necessary conditions, checked before the fallback's work. */
-static bool may_fit(const struct ka_place_state *p, int32_t partitions, int32_t replication)
-{
-    int64_t capacity = 0;
-    bool leader = false;
-
-    for (size_t i = 0; i < p->n; i++) {
-        capacity += p->headroom[i] < partitions ? p->headroom[i] : partitions;
-        leader |= p->headroom[i] > 0 && !p->brokers[i].fenced;
-    }
-    return leader && capacity >= (int64_t)partitions * replication;
 }
 
 /* Undoes the current item's replicas: headroom back, counts and keys to 0, heaps
@@ -750,9 +577,9 @@ int ka_place_next(ka_place_session_t *s, int32_t partitions, int32_t replication
     rc = place_greedy(p, partitions, replication, out);
     if (rc == KA_ELIMIT) {
         undo_item(p);
-        if (!may_fit(p, partitions, replication))
+        if (!ka_place_may_fit(p, partitions, replication))
             return KA_ELIMIT;
-        rc = place_by_capacity(p, partitions, replication, out);
+        rc = ka_place_by_capacity(p, partitions, replication, out);
         touched_by_scan(p);
         if (rc == KA_ELIMIT) {
             undo_item(p);
@@ -783,36 +610,6 @@ int ka_place(const ka_place_broker_t *brokers, size_t n, int32_t racks, int32_t 
         rc = KA_ELIMIT;
     if (rc == 0)
         rc = ka_place_next(&s, partitions, replication, out, added);
-    ka_place_end(&s);
-    return rc;
-}
-
-int ka_place_greedy_reference(const ka_place_broker_t *brokers, size_t n, int32_t racks,
-                              int32_t partitions, int32_t replication, uint64_t seed, int32_t *out)
-{
-    ka_place_session_t s = {0};
-    struct ka_place_state *p;
-    int rc = 0;
-
-    if (partitions <= 0 || replication <= 0 || racks <= 0 || (size_t)replication > n)
-        return KA_ELIMIT;
-    if ((rc = ka_place_begin(&s, brokers, n, racks, seed)) < 0)
-        return rc;
-    p = s.state;
-    for (int32_t part = 0; part < partitions && rc == 0; part++) {
-        memset(p->in_partition, 0, n);
-        p->part++;
-        for (int32_t slot = 0; slot < replication && rc == 0; slot++) {
-            size_t i = pick(p, slot == 0, slot == 0 ? better_leader : better_follower);
-
-            if (i == n) {
-                rc = KA_ELIMIT;
-                break;
-            }
-            take(p, i, slot == 0);
-            out[(size_t)part * (size_t)replication + (size_t)slot] = brokers[i].id;
-        }
-    }
     ka_place_end(&s);
     return rc;
 }
