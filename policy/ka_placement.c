@@ -1,5 +1,6 @@
 /*
- * ka_placement.c: limit-aware replica placement and Kafka's worst case.
+ * ka_placement.c: limit-aware replica placement, the greedy pass (the scans by
+ * definition are in ka_place_scan.c, the worst case in ka_bound.c).
  *
  * Placement is greedy, one partition at a time, choosing by a lexicographic
  * key that encodes the StripedReplicaPlacer's goals in its order:
