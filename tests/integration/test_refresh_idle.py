@@ -113,6 +113,16 @@ def test_idle_sidecar_refreshes_at_the_idle_interval(idle):
 def test_first_request_after_idleness_is_judged_against_a_fresh_view(idle):
     idle.wait_idle()
     n = idle.c.node(1)
+    # Start right after an idle refresh: the next one is IDLE_MS away, so the view the request
+    # finds was asked for before the topic below existed (a refresh sent after the create but
+    # less than metadata.refresh.before.decision.ms before the request would let it through, and
+    # rightly so).
+    r_idle = idle.refreshes()
+    deadline = time.monotonic() + IDLE_MS / 1000 + 5
+    while idle.refreshes() == r_idle:
+        assert time.monotonic() < deadline, "no idle refresh:\n" + idle.log()[-3000:]
+        time.sleep(0.05)
+    aligned = time.monotonic()
     # Created behind kadmit's back while it is idle: only a refresh after it shows it.
     with kafka_wire.Connection(HOST, n.direct_port, timeout=30) as conn:
         _, body = conn.call(create_topics_v5(1, [("behind-the-back", HEADROOM - 5, 1)]))
@@ -122,7 +132,10 @@ def test_first_request_after_idleness_is_judged_against_a_fresh_view(idle):
                                     kafka_wire.metadata(HOST, n.direct_port)["topics"]]:
         assert time.monotonic() < deadline
         time.sleep(0.1)
+    # The view is older than metadata.refresh.before.decision.ms (200 ms) and predates the topic.
+    time.sleep(max(0.0, aligned + 0.4 - time.monotonic()))
     r0 = idle.refreshes()
+    assert r0 == r_idle + 1, "a refresh came between the create and the request"
     deferred0 = idle.metric("kadmit_admission_deferred_total")
     assert idle.idle() == 1
     # 10 more partitions fit the limit only if the view lacks the 15 created above.
