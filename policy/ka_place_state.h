@@ -38,9 +38,10 @@ struct ka_place_state {
     /* A rack holds a replica of this partition when its rack_part is the partition's
      * number, part (counted over the session, so nothing is cleared per partition). */
     uint64_t *rack_part, part;
-    /* The static part of the keys, as of the item's start: rank (headroom, most
-     * first, then the seeded order) and the greedy keys packed over it: leaders << 32 |
-     * assigned for leaders, fenced << 63 | assigned for followers, in the high half. */
+    /* The static part of the keys, as of the item's start: rank (unfenced first, then
+     * headroom, most first, then the seeded order) and the greedy keys packed over it:
+     * leaders << 32 | assigned for leaders, fenced << 63 | assigned for followers, in the
+     * high half. Without a replica of the item, rank orders brokers as rkey does. */
     uint64_t *rank;
     ka_order_t *lkey, *rkey;
     /* Per rack r its brokers with headroom, by rkey, in rsorted[rstart[r] ..
@@ -58,6 +59,7 @@ struct ka_place_state {
     uint32_t *row;                      /* the current partition's broker indexes */
     uint32_t *stash, stash_len;         /* of those, the ones out of their rack heaps */
     uint32_t *touched, touched_len;     /* brokers the item used, ascending once it ends */
+    uint64_t *touched_bits;             /* the same as a bitmap while the item ends; else 0 */
 };
 
 /* Decides on the first key that differs; the smaller value is the better. */

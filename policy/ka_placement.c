@@ -48,11 +48,10 @@ static uint64_t order_of(uint64_t seed, int32_t id)
     return splitmix64(seed ^ (uint64_t)(uint32_t)id * 0x9e3779b97f4a7c15ull);
 }
 
-/* better_follower on the packed keys. */
-static bool greedy_follower(const struct ka_place_state *p, uint32_t i, uint32_t j)
+/* better_follower on the packed keys, for broker i of rack a and broker j of rack b. */
+static bool greedy_follower(const struct ka_place_state *p, uint32_t i, int32_t a, uint32_t j,
+                            int32_t b)
 {
-    int32_t a = p->brokers[i].rack, b = p->brokers[j].rack;
-
     BETTER(rack_used(p, a), rack_used(p, b));
     BETTER(p->brokers[i].fenced, p->brokers[j].fenced);
     BETTER(p->rack_assigned[a], p->rack_assigned[b]);
@@ -119,19 +118,20 @@ static inline void set_keys(struct ka_place_state *p, size_t i)
 {
     uint64_t h = (uint64_t)(p->headroom[i] < INT32_MAX ? p->headroom[i] : INT32_MAX);
 
-    p->rank[i] = (INT32_MAX - h) << 32 | p->order[i] >> 32;
+    p->rank[i] = (uint64_t)p->brokers[i].fenced << 63 | (INT32_MAX - h) << 32 | p->order[i] >> 32;
     p->lkey[i] = p->rank[i];
     p->rkey[i] = (ka_order_t)((uint64_t)p->brokers[i].fenced << 63) << 64 | p->rank[i];
 }
 
-/* Sorts idx[0..len) by rkey: insertion sort for the few an item uses, else a heap sort. */
+/* Sorts idx[0..len) by rkey, with no replica of an item on them (so by rank, which orders
+ * them the same): insertion sort for the few an item uses, else a heap sort. */
 static void sort_by_rkey(const struct ka_place_state *p, uint32_t *idx, uint32_t len)
 {
     if (len <= 32) {
         for (uint32_t k = 1; k < len; k++) {
             uint32_t v = idx[k], at = k;
 
-            for (; at > 0 && p->rkey[v] < p->rkey[idx[at - 1]]; at--)
+            for (; at > 0 && p->rank[v] < p->rank[idx[at - 1]]; at--)
                 idx[at] = idx[at - 1];
             idx[at] = v;
         }
@@ -216,12 +216,15 @@ static inline void pass_head(struct ka_place_state *p, int32_t r)
 static uint32_t pick_leader(struct ka_place_state *p)
 {
     uint32_t best = NOT_IN;
+    uint64_t best_rank = (uint64_t)1 << 63; /* a fenced broker's rank is this or more */
 
     for (int32_t r = 0; r < p->racks; r++) {
         uint32_t f = fresh_in_rack(p, r);
 
-        if (f != NOT_IN && !p->brokers[f].fenced && (best == NOT_IN || p->rank[f] < p->rank[best]))
+        if (f != NOT_IN && p->rank[f] < best_rank) {
             best = f;
+            best_rank = p->rank[f];
+        }
     }
     if (best != NOT_IN)
         return best;
@@ -255,12 +258,15 @@ static uint32_t best_in_rack(struct ka_place_state *p, int32_t r)
 static uint32_t pick_follower(struct ka_place_state *p)
 {
     uint32_t best = NOT_IN;
+    int32_t best_rack = 0;
 
     for (int32_t r = 0; r < p->racks; r++) {
         uint32_t i = best_in_rack(p, r);
 
-        if (i != NOT_IN && (best == NOT_IN || greedy_follower(p, i, best)))
+        if (i != NOT_IN && (best == NOT_IN || greedy_follower(p, i, r, best, best_rack))) {
             best = i;
+            best_rack = r;
+        }
     }
     return best;
 }
@@ -295,11 +301,10 @@ static void take_greedy(struct ka_place_state *p, uint32_t i, bool leader)
     }
 }
 
-/* Empties the heaps and the per-partition marks, and starts the cursors over. */
+/* Empties the heaps and starts the cursors over (the last item's end or undo took its
+ * brokers out of the heaps). */
 static void start_item(struct ka_place_state *p)
 {
-    for (uint32_t k = 0; k < p->touched_len; k++)
-        p->lpos[p->touched[k]] = p->rpos[p->touched[k]] = NOT_IN;
     p->touched_len = 0;
     p->leader_heap.len = p->lflushed = 0;
     for (int32_t r = 0; r < p->racks; r++) {
@@ -388,20 +393,27 @@ static void merge_prefix(struct ka_place_state *p, uint32_t *run, uint32_t *len,
      * out <= a throughout (b <= kept <= c), so moving a block down never overwrites
      * unread brokers. */
     for (uint32_t b = 0; b < kept; b++) {
-        ka_order_t key = p->rkey[buf[b]];
+        uint64_t key = p->rank[buf[b]];
         uint32_t lo = a, hi = *len;
 
         while (lo < hi) {
             uint32_t mid = lo + (hi - lo) / 2;
 
-            if (p->rkey[run[mid]] < key)
+            if (p->rank[run[mid]] < key)
                 lo = mid + 1;
             else
                 hi = mid;
         }
-        if (out != a)
+        /* Often a few entries: a loop beats a memmove call (forward is safe, out <= a). */
+        if (out == a) {
+            out = lo;
+        } else if (lo - a > 16) {
             memmove(run + out, run + a, (lo - a) * sizeof(*run));
-        out += lo - a;
+            out += lo - a;
+        } else {
+            for (; a < lo; a++)
+                run[out++] = run[a];
+        }
         a = lo;
         run[out++] = buf[b];
     }
@@ -431,7 +443,7 @@ static void build_runs(struct ka_place_state *p)
 static void end_item(struct ka_place_state *p, int64_t *added, bool greedy)
 {
     uint32_t *t = p->touched, tlen = p->touched_len;
-    uint8_t *mark = p->in_partition; /* all 0 between partitions; 1 marks a touched broker */
+    uint64_t *bits = p->touched_bits; /* all 0 between items */
 
     for (uint32_t k = 0; k < tlen; k++) {
         uint32_t i = t[k];
@@ -441,7 +453,7 @@ static void end_item(struct ka_place_state *p, int64_t *added, bool greedy)
         p->assigned[i] = p->leaders[i] = 0;
         p->lpos[i] = p->rpos[i] = NOT_IN;
         set_keys(p, i);
-        mark[i] = 1;
+        bits[i / 64] |= (uint64_t)1 << (i % 64);
     }
     /* Heaps are empty now, so sort_by_rkey may use lpos. */
     p->leader_heap.len = 0;
@@ -454,24 +466,12 @@ static void end_item(struct ka_place_state *p, int64_t *added, bool greedy)
     } else {
         build_runs(p);
     }
-    /* The engine reads the item's brokers in index (= id) order: from the marks when
-     * the item used many, else by insertion. */
-    if ((size_t)tlen * 16 >= p->n) {
-        for (size_t i = 0, k = 0; i < p->n; i++)
-            if (mark[i]) {
-                t[k++] = (uint32_t)i;
-                mark[i] = 0;
-            }
-        return;
-    }
-    for (uint32_t k = 0; k < tlen; k++)
-        mark[t[k]] = 0;
-    for (uint32_t k = 1; k < tlen; k++) {
-        uint32_t v = t[k], at = k;
-
-        for (; at > 0 && v < t[at - 1]; at--)
-            t[at] = t[at - 1];
-        t[at] = v;
+    /* The engine reads the item's brokers in index (= id) order: from the bitmap, a word
+     * (64 brokers) at a time, up to the last one set. */
+    for (uint32_t w = 0, k = 0; k < tlen; w++) {
+        for (uint64_t x = bits[w]; x != 0; x &= x - 1)
+            t[k++] = w * 64 + (uint32_t)__builtin_ctzll(x);
+        bits[w] = 0;
     }
 }
 
@@ -481,8 +481,8 @@ static struct ka_place_state *state_alloc(size_t n, size_t racks)
     /* The arrays start after the state, rounded up for the 16-byte keys. */
     size_t head = (sizeof(struct ka_place_state) + 15) & ~(size_t)15;
     size_t size = head + 2 * n * sizeof(ka_order_t) + racks * sizeof(struct heap) +
-                  (5 * n + 2 * racks) * sizeof(int64_t) + (10 * n + 5 * racks) * sizeof(uint32_t) +
-                  n;
+                  (5 * n + 2 * racks + (n + 63) / 64) * sizeof(int64_t) +
+                  (10 * n + 5 * racks) * sizeof(uint32_t) + n;
     struct ka_place_state *p = calloc(1, size);
     uint8_t *at = (uint8_t *)p + head;
 
@@ -503,6 +503,7 @@ static struct ka_place_state *state_alloc(size_t n, size_t racks)
     CARVE(rank, n);
     CARVE(rack_assigned, racks);
     CARVE(rack_part, racks);
+    CARVE(touched_bits, (n + 63) / 64);
     CARVE(rsorted, n);
     CARVE(lpos, n);
     CARVE(rpos, n);
