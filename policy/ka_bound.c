@@ -75,8 +75,12 @@ void ka_bound_fill(ka_bound_t *b, const ka_place_broker_t *brokers, size_t n, in
                       min64(rest, ceil_div(rest * m, k) > m ? ceil_div(rest * m, k) : m);
         b->share[r] = min64(b->share[r], P);
     }
-    for (size_t i = 0; i < n; i++)
-        shares[i] = !use_fenced && brokers[i].fenced ? 0 : b->share[brokers[i].rack];
+    if (use_fenced)
+        for (size_t i = 0; i < n; i++)
+            shares[i] = b->share[brokers[i].rack];
+    else /* a fenced broker's share is 0, without a branch */
+        for (size_t i = 0; i < n; i++)
+            shares[i] = b->share[brokers[i].rack] & -(int64_t)!brokers[i].fenced;
 }
 
 void ka_bound_shares(const ka_place_broker_t *brokers, size_t n, int32_t racks, int64_t P,

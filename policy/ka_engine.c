@@ -249,63 +249,100 @@ static void keep_claim(ka_verdict_t *v, const ka_plan_t *plan, ka_broker_delta_t
     v->claimed = true;
 }
 
-/*
- * Commits w->delta: into the ledger, or for validate_only into this call
- * only, and keeps it in the verdict's claim.
- */
-static int reserve(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan)
+static inline void apply_one(struct ka_work *w, size_t i, ka_broker_delta_t *deltas, size_t *n,
+                             bool *over)
 {
-    ka_broker_delta_t *deltas;
+    int64_t d = w->delta[i];
+
+    if (d > 0) {
+        deltas[(*n)++] = (ka_broker_delta_t){w->brokers[i].id, (int32_t)d};
+        *over |= w->current[i] + d > w->limit[i];
+    }
+    w->current[i] += d;
+}
+
+/*
+ * w->delta, in one pass over the brokers it can touch (an item the session placed
+ * touched only the brokers it lists): added to w->current, and as the claim's list
+ * in index order. *over: some broker ends past its limit. NULL: no memory.
+ */
+static ka_broker_delta_t *apply_delta(struct ka_work *w, bool synced, size_t *count, bool *over)
+{
     const uint32_t *touched = NULL;
-    size_t count = 0, used = w->broker_count;
-    bool synced = w->place_synced;
+    size_t used = synced ? ka_place_touched(&w->place, &touched) : w->broker_count, n = 0;
+    ka_broker_delta_t *deltas = malloc((used + 1) * sizeof(*deltas));
+    bool o = false;
+
+    if (deltas == NULL)
+        return NULL;
+    if (synced)
+        for (size_t k = 0; k < used; k++)
+            apply_one(w, touched[k], deltas, &n, &o);
+    else
+        for (size_t i = 0; i < used; i++)
+            apply_one(w, i, deltas, &n, &o);
+    *count = n;
+    *over = o;
+    return deltas;
+}
+
+static void unapply_delta(struct ka_work *w, bool synced)
+{
+    const uint32_t *touched = NULL;
+    size_t used = synced ? ka_place_touched(&w->place, &touched) : w->broker_count;
+
+    for (size_t k = 0; k < used; k++)
+        w->current[synced ? touched[k] : k] -= w->delta[synced ? touched[k] : k];
+}
+
+/*
+ * Commits an applied w->delta (its list, deltas): into the ledger, or for
+ * validate_only into this call only, and keeps it in the verdict's claim.
+ */
+static int commit(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan, bool synced,
+                  ka_broker_delta_t *deltas, size_t count)
+{
     int rc = 0;
 
-    /* An item the session placed touched only the brokers it lists. */
     w->place_synced = false;
-    if (synced)
-        used = ka_place_touched(&w->place, &touched);
-    if ((deltas = malloc((used + 1) * sizeof(*deltas))) == NULL)
-        return KA_ENOMEM;
-    for (size_t k = 0; k < used; k++) {
-        size_t i = synced ? touched[k] : k;
+    if (!plan->validate_only && (count > 0 || plan->new_partitions > 0)) {
+        ka_reservation_spec_t spec = {
+            .kind = plan->kind,
+            .topic = plan->topic,
+            .partition_count = plan->partition_count,
+            .partition = plan->partition,
+            .replicas = plan->targets,
+            .replica_count = plan->target_count,
+            .new_partitions = plan->new_partitions,
+            .deltas = deltas,
+            .delta_count = count,
+            .expires_at_ms = w->ctx->now_ms + ka_policy_reservation_expiry_ms(w->ctx->policy),
+        };
 
-        if (w->delta[i] > 0)
-            deltas[count++] = (ka_broker_delta_t){w->brokers[i].id, (int32_t)w->delta[i]};
-    }
-    if (!plan->validate_only) {
-        if (count > 0 || plan->new_partitions > 0) {
-            ka_reservation_spec_t spec = {
-                .kind = plan->kind,
-                .topic = plan->topic,
-                .partition_count = plan->partition_count,
-                .partition = plan->partition,
-                .replicas = plan->targets,
-                .replica_count = plan->target_count,
-                .new_partitions = plan->new_partitions,
-                .deltas = deltas,
-                .delta_count = count,
-                .expires_at_ms = w->ctx->now_ms + ka_policy_reservation_expiry_ms(w->ctx->policy),
-            };
-
-            rc = ka_reservations_add(w->ctx->ledger, &spec, &v->reservation_id);
-        }
-        if (rc < 0) {
+        if ((rc = ka_reservations_add(w->ctx->ledger, &spec, &v->reservation_id)) < 0) {
+            unapply_delta(w, synced);
             free(deltas);
             return rc;
         }
     }
     keep_claim(v, plan, deltas, count);
-    for (size_t k = 0; k < used; k++) {
-        size_t i = synced ? touched[k] : k;
-
-        w->current[i] += w->delta[i];
-    }
     /* Brokers changed behind the session's back: the next placed item starts another. */
     w->place_ready &= synced;
     w->partitions += plan->new_partitions;
     ka_work_budget_commit(w, plan->new_partitions);
     return 0;
+}
+
+/* Commits w->delta, checked by the caller or needing no check. */
+static int reserve(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan)
+{
+    bool synced = w->place_synced, over;
+    size_t count;
+    ka_broker_delta_t *deltas = apply_delta(w, synced, &count, &over);
+
+    if (deltas == NULL)
+        return KA_ENOMEM;
+    return commit(w, v, plan, synced, deltas, count);
 }
 
 /* max.partitions: NULL message when the item fits. */
@@ -390,22 +427,45 @@ void ka_work_clear_delta(struct ka_work *w)
     memset(w->delta, 0, w->broker_count * sizeof(*w->delta));
 }
 
-int ka_work_decide_exact(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan)
+/*
+ * max.broker.partitions for w->delta, then ADMIT and commit, or exceeded(). The usual
+ * answer, none over, comes from the pass that applies the delta.
+ */
+static int decide_delta(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan)
 {
-    char *message;
-    enum ka_reason reason = KA_REASON_MAX_PARTITIONS;
-    int rc = check_max_partitions(w, plan, &message);
+    bool over;
+    size_t count;
+    char *message = NULL;
+    ka_broker_delta_t *deltas = apply_delta(w, false, &count, &over);
+    int rc;
 
-    if (rc == 0 && message == NULL) {
-        reason = KA_REASON_BROKER_LIMIT;
-        rc = check_brokers(w, w->delta, plan->advice, false, &message);
+    if (deltas == NULL)
+        return KA_ENOMEM;
+    if (!over || (w->exempt & KA_EXEMPT_BROKER_LIMITS)) {
+        v->kind = KA_VERDICT_ADMIT;
+        return commit(w, v, plan, false, deltas, count);
     }
-    if (rc == 0 && message != NULL) {
-        rc = exceeded(w, v, plan, message, reason);
-    } else if (rc == 0) {
+    unapply_delta(w, false);
+    free(deltas);
+    rc = check_brokers(w, w->delta, plan->advice, false, &message);
+    if (rc == 0 && message != NULL)
+        return exceeded(w, v, plan, message, KA_REASON_BROKER_LIMIT);
+    if (rc == 0) { /* over, so check_brokers lists a broker; admit should it not */
         v->kind = KA_VERDICT_ADMIT;
         rc = reserve(w, v, plan);
     }
+    return rc;
+}
+
+int ka_work_decide_exact(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan)
+{
+    char *message;
+    int rc = check_max_partitions(w, plan, &message);
+
+    if (rc == 0 && message != NULL)
+        rc = exceeded(w, v, plan, message, KA_REASON_MAX_PARTITIONS);
+    else if (rc == 0)
+        rc = decide_delta(w, v, plan);
     ka_work_clear_delta(w);
     return rc;
 }
@@ -501,13 +561,7 @@ int ka_work_decide_auto(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *pla
         rc = decide_place(w, v, plan, partitions, replication);
     } else if (rc == 0) {
         bound_delta(w, partitions, replication);
-        rc = check_brokers(w, w->delta, plan->advice, false, &message);
-        if (rc == 0 && message != NULL) {
-            rc = exceeded(w, v, plan, message, KA_REASON_BROKER_LIMIT);
-        } else if (rc == 0) {
-            v->kind = KA_VERDICT_ADMIT;
-            rc = reserve(w, v, plan);
-        }
+        rc = decide_delta(w, v, plan);
     }
     ka_work_clear_delta(w);
     return rc;

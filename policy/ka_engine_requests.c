@@ -45,13 +45,52 @@ static int compare_key(const void *a, const void *b)
     return (x->partition > y->partition) - (x->partition < y->partition);
 }
 
-/* Marks every item whose (name, partition) occurs more than once. */
+/* FNV-1a over the name, then the partition. */
+static uint64_t key_hash(const struct item_key *k)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+
+    for (int32_t i = 0; i < k->name.len; i++)
+        h = (h ^ k->name.ptr[i]) * 0x100000001b3ull;
+    h = (h ^ (uint32_t)k->partition) * 0x100000001b3ull;
+    return h ^ (h >> 29);
+}
+
+/* Marks every item whose (name, partition) occurs more than once: a hash table of
+ * the first of each (linear probing, at most half full), else, without memory for
+ * it, a sort. */
 static int mark_duplicates(struct item_key *keys, size_t n, bool *dup)
 {
-    qsort(keys, n, sizeof(*keys), compare_key);
-    for (size_t i = 1; i < n; i++)
-        if (compare_key(&keys[i - 1], &keys[i]) == 0)
-            dup[keys[i - 1].index] = dup[keys[i].index] = true;
+    size_t cap = 16, mask;
+    uint32_t *slot; /* index + 1 of the first item with that key; 0: empty */
+
+    if (n < 2)
+        return 0;
+    while (cap < 2 * n)
+        cap *= 2;
+    if (n >= UINT32_MAX || (slot = calloc(cap, sizeof(*slot))) == NULL) {
+        qsort(keys, n, sizeof(*keys), compare_key);
+        for (size_t i = 1; i < n; i++)
+            if (compare_key(&keys[i - 1], &keys[i]) == 0)
+                dup[keys[i - 1].index] = dup[keys[i].index] = true;
+        return 0;
+    }
+    mask = cap - 1;
+    for (size_t i = 0; i < n; i++) {
+        size_t h = (size_t)key_hash(&keys[i]) & mask;
+
+        for (; slot[h] != 0; h = (h + 1) & mask) {
+            const struct item_key *first = &keys[slot[h] - 1];
+
+            if (compare_key(first, &keys[i]) == 0) {
+                dup[first->index] = dup[keys[i].index] = true;
+                break;
+            }
+        }
+        if (slot[h] == 0)
+            slot[h] = (uint32_t)i + 1;
+    }
+    free(slot);
     return 0;
 }
 

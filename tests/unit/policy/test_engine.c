@@ -542,6 +542,33 @@ static void test_what_is_not_a_limit_question_is_left_to_the_broker(void **state
     env_free(&e);
 }
 
+/* Duplicates among many items: exactly the names given more than once are deferred, also
+ * when their hashes collide in the table (2,000 items, 1,300 names, 700 of them twice). */
+static void test_duplicates_among_many_items_are_exactly_the_repeated_names(void **state)
+{
+    enum { N = 2000, NAMES = 1300 };
+    static char names[N][16];
+    static ka_create_topic_t t[N];
+    static ka_verdict_t v[N];
+    struct env e;
+
+    (void)state;
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof(names[i]), "t-%d", i % NAMES);
+        t[i] = fx_create(names[i], 1, 1);
+    }
+    env_init(&e, "{\"max.broker.partitions\": 100000}", fx_view(0, 3, NULL));
+    OK(ka_engine_create_topics(&e.ctx, t, N, v));
+    for (int i = 0; i < N; i++) {
+        if (i % NAMES < N - NAMES)
+            assert_deferred(&v[i], "more than once");
+        else if (v[i].kind == KA_VERDICT_DEFER_TO_BROKER)
+            fail_msg("%s is given once, yet deferred: %s", names[i], v[i].message);
+    }
+    fx_release(v, N);
+    env_free(&e);
+}
+
 /* Invariant 6: what the view does not know is judged unknown, never passed on unjudged. */
 static void test_unknown_topic_or_broker_is_rejected_with_its_reason(void **state)
 {
@@ -816,6 +843,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_within_limits_gets_a_placed_assignment),
+        cmocka_unit_test(test_duplicates_among_many_items_are_exactly_the_repeated_names),
         cmocka_unit_test(test_create_beyond_limits_is_rejected_with_each_broker_named),
         cmocka_unit_test(test_place_avoids_a_full_broker_where_bound_rejects),
         cmocka_unit_test(test_bound_admits_unchanged_and_reserves_the_worst_case),
