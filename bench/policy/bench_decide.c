@@ -16,6 +16,8 @@
  *   bench_policy_decide --rules 1 [...]      the same with guardrails (issue #19): a name
  *                                             pattern, two topic rules (one with a budget) and
  *                                             a principal with topics and a budget
+ *   bench_policy_decide --only place|bound   only the 1,000-topic case of that mode (for a
+ *                                             profiler's count of one kind of decision)
  *
  * The lines `view built in X ms` and `place ... median X ms` keep the form
  * of earlier versions, so runs stay comparable.
@@ -76,6 +78,7 @@ static struct clocks median(double *wall, double *cpu, int n)
 
 /* --rules: guardrails every new topic passes, so that admissions stay comparable. */
 static bool with_rules;
+static const char *only_mode; /* --only: NULL, "place" or "bound" */
 #define GUARDRAILS                                                                                 \
     ", \"topic.name.pattern\": \"[a-z0-9][a-z0-9._-]*\", \"topic.rules\": ["                       \
     "{\"match\": \"existing-1.*\", \"partitions.max\": 100},"                                      \
@@ -247,10 +250,13 @@ static int one_size(int64_t partitions, int runs)
                                         .num_partitions = PER_TOPIC,
                                         .replication_factor = REPLICATION};
     }
-    rc = decide("place", view, REQUEST_TOPICS, runs, topics, verdicts) ||
-         decide("bound", view, REQUEST_TOPICS, runs, topics, verdicts) ||
-         decide("place", view, REQUEST_TOPICS / 10, runs, topics, verdicts) ||
-         decide("place", view, 1, runs * 20 + 1, topics, verdicts);
+    if (only_mode != NULL)
+        rc = decide(only_mode, view, REQUEST_TOPICS, runs, topics, verdicts);
+    else
+        rc = decide("place", view, REQUEST_TOPICS, runs, topics, verdicts) ||
+             decide("bound", view, REQUEST_TOPICS, runs, topics, verdicts) ||
+             decide("place", view, REQUEST_TOPICS / 10, runs, topics, verdicts) ||
+             decide("place", view, 1, runs * 20 + 1, topics, verdicts);
     ka_cluster_unref(view);
     free_answer(a);
     return rc;
@@ -268,6 +274,12 @@ int main(int argc, char **argv)
             runs = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--rules") == 0)
             with_rules = atoi(argv[i + 1]) != 0;
+        else if (strcmp(argv[i], "--only") == 0)
+            only_mode = argv[i + 1];
+    }
+    if (only_mode != NULL && strcmp(only_mode, "place") != 0 && strcmp(only_mode, "bound") != 0) {
+        fprintf(stderr, "bench_policy_decide: --only takes place or bound\n");
+        return 2;
     }
     if (runs < 1 || runs * 20 + 1 > MAX_RUNS)
         runs = 9;
@@ -276,8 +288,8 @@ int main(int argc, char **argv)
         long long n = strtoll(p, &end, 10);
 
         if (end == p || n < PER_TOPIC) {
-            fprintf(stderr,
-                    "usage: bench_policy_decide [--sweep N,N,...] [--runs R] [--rules 0|1]\n");
+            fprintf(stderr, "usage: bench_policy_decide [--sweep N,N,...] [--runs R] [--rules 0|1] "
+                            "[--only place|bound]\n");
             return 2;
         }
         printf("== %lld partitions\n", n);
