@@ -269,6 +269,7 @@ def _validate_many_topics(port: int, stop: threading.Event, out: dict) -> None:
     out["answered"] = 0
     try:
         with kafka_wire.Connection(HOST, port, timeout=60) as conn:
+            out["port"] = conn.sock.getsockname()[1]
             while not stop.is_set():
                 _, resp = conn.call(kafka_wire.request(19, 4, out["answered"] + 1, body))
                 assert len(resp) > 1500 * 20
@@ -312,6 +313,14 @@ def test_with_a_policy_held_frames_and_arenas_stay_under_the_pool_bound(mb):
             s_.close()
         report += f"; validate-only CreateTopics answered {validated}"
         sys.stderr.write(f"\nmemory bound: {report}\n")
+        if "error" in validated:  # what kadmit said about that connection, and its error counters
+            peer = f"peer={HOST}:{validated.get('port')}"
+            lines = [x for x in kp.log_text().splitlines() if peer in x]
+            counters = {k_: v for k_, v in metrics.items()
+                        if v and k_.startswith(("kadmit_frame_errors_total",
+                                                "kadmit_held_requests_closed_total",
+                                                "kadmit_connections_closed_total"))}
+            report += f"; kadmit on {peer}: {lines[-10:]}; error counters {counters}"
         assert "error" not in validated and validated["answered"] > 0, report
         assert metrics["kadmit_frames_intercepted_total"] >= HELD + validated["answered"], report
         assert kp.alive() and not kp.sanitizer_reports()
