@@ -166,6 +166,15 @@ static int set_held_request_timeout(ka_config_t *c, const char *v, char *e, size
     return set_u32(&c->held_request_timeout_ms, 1, v, e, n);
 }
 
+static int set_stalled_reader_timeout(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    uint64_t x;
+    int rc = parse_count(v, 100, 3600000, &x, e, n);
+    if (rc == 0)
+        c->stalled_reader_timeout_ms = (uint32_t)x;
+    return rc;
+}
+
 static int set_drain_timeout(ka_config_t *c, const char *v, char *e, size_t n)
 {
     return set_u32(&c->drain_timeout_s, 0, v, e, n);
@@ -376,6 +385,10 @@ static const option_t options[] = {
      "largest admission request held whole for judging (default 4MiB)"},
     {"held-request-timeout-ms", "KADMIT_HELD_REQUEST_TIMEOUT_MS", set_held_request_timeout, "MS",
      "close a connection whose held request has not fully arrived by then (default 30000)"},
+    {"stalled-reader-timeout-ms", "KADMIT_STALLED_READER_TIMEOUT_MS", set_stalled_reader_timeout,
+     "MS",
+     "while clients wait for memory, close one that has read none of its queued answers for MS "
+     "(default 2000)"},
     {"max-connections", "KADMIT_MAX_CONNECTIONS", set_max_connections, "N",
      "client connections beyond N are closed at once (default 10000)"},
     {"max-inflight", "KADMIT_MAX_INFLIGHT", set_max_inflight, "N",
@@ -453,6 +466,7 @@ void ka_config_defaults(ka_config_t *cfg)
     cfg->buffer_memory = 256 * MiB;
     cfg->max_held_request = 4 * MiB;
     cfg->held_request_timeout_ms = 30000;
+    cfg->stalled_reader_timeout_ms = 2000;
     cfg->max_connections = 10000;
     cfg->max_inflight = 1000;
     cfg->idle_timeout_s = 600;

@@ -33,13 +33,15 @@ typedef struct ka_config {
     uint64_t max_frame_bytes;  /* largest request frame accepted, like socket.request.max.bytes */
     uint64_t buffer_memory;    /* KIP-81 buffer.memory: the bound on all buffered bytes */
     uint64_t max_held_request; /* largest admission request held whole (--max-held-request) */
-    uint32_t held_request_timeout_ms; /* a held request must have arrived whole by then */
-    uint32_t max_connections;         /* client connections beyond this are accepted and closed */
-    uint32_t max_inflight;            /* a client with this many requests in flight is not read */
-    uint32_t idle_timeout_s;          /* close connections silent this long; 0 turns it off */
-    uint32_t drain_timeout_s;         /* how long SIGTERM waits for in-flight requests */
-    char policy_path[4096];           /* --policy: admission policy file; empty = no admission */
-    char check_policy[4096];          /* --check-policy: validate this file and exit */
+    uint32_t held_request_timeout_ms;   /* a held request must have arrived whole by then */
+    uint32_t stalled_reader_timeout_ms; /* while others wait for memory, a client that has read
+                                           none of its queued answers this long is closed */
+    uint32_t max_connections;           /* client connections beyond this are accepted and closed */
+    uint32_t max_inflight;              /* a client with this many requests in flight is not read */
+    uint32_t idle_timeout_s;            /* close connections silent this long; 0 turns it off */
+    uint32_t drain_timeout_s;           /* how long SIGTERM waits for in-flight requests */
+    char policy_path[4096];             /* --policy: admission policy file; empty = no admission */
+    char check_policy[4096];            /* --check-policy: validate this file and exit */
     char state_file[4096];       /* --state-file: API changes kept here, not in the policy file */
     int policy_watch_off;        /* --policy-watch off: reload on SIGHUP only */
     ka_hostport_t admin;         /* --admin: the admin HTTP API (default 127.0.0.1:9644) */

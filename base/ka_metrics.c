@@ -42,9 +42,11 @@ static const metric_row_t rows[] = {
         "Client connections closed at once over --max-connections."),
     ROW("connections_active", connections_active, "gauge", "Client connections open now."),
     LROW("connections_closed_total", "reason=\"drain_timeout\"", connections_cut, "counter",
-         "Client connections kadmit closed itself, by reason: the drain timeout at shutdown, or "
-         "--idle-timeout."),
+         "Client connections kadmit closed itself, by reason: the drain timeout at shutdown, "
+         "--idle-timeout, or a client that read none of its answers for "
+         "--stalled-reader-timeout-ms while others waited for memory."),
     LROW("connections_closed_total", "reason=\"idle_timeout\"", idle_timeouts, "counter", NULL),
+    LROW("connections_closed_total", "reason=\"stalled_reader\"", stalled_readers, "counter", NULL),
     ROW("upstream_connect_failures_total", upstream_connect_failures, "counter",
         "Failed connections to the broker."),
     LROW("forwarded_bytes_total", "direction=\"client_to_broker\"", bytes_client_to_broker,

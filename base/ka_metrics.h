@@ -64,6 +64,7 @@ typedef struct ka_metrics {
     uint64_t connections_active;   /* sessions open now (gauge) */
     uint64_t connections_cut;      /* closed by the drain timeout */
     uint64_t idle_timeouts;        /* closed by --idle-timeout */
+    uint64_t stalled_readers;      /* closed by --stalled-reader-timeout-ms */
     uint64_t upstream_connect_failures;
     uint64_t bytes_client_to_broker;
     uint64_t bytes_broker_to_client;

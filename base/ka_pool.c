@@ -355,6 +355,11 @@ size_t ka_pool_waiters(const ka_pool_t *p)
     return n;
 }
 
+int ka_pool_starved(const ka_pool_t *p)
+{
+    return p->head[0] != NULL || p->head[1] != NULL;
+}
+
 uint64_t ka_pool_priority_used_bytes(const ka_pool_t *p)
 {
     return p->class_used[1] + p->class_used[KA_POOL_HELD];

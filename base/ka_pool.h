@@ -168,6 +168,9 @@ uint64_t ka_pool_used_bytes(const ka_pool_t *p);
 double ka_pool_depleted_time_total_s(ka_pool_t *p);
 double ka_pool_avg_depleted_percent(ka_pool_t *p);
 size_t ka_pool_waiters(const ka_pool_t *p);
+/* True while streamed reads or priority callers wait for memory (held
+ * requests waiting on their own class's limit do not count). */
+int ka_pool_starved(const ka_pool_t *p);
 /* Bytes held by both priority classes (held frames, their arenas, answers). */
 uint64_t ka_pool_priority_used_bytes(const ka_pool_t *p);
 /* Bytes held by the held-request class alone. */

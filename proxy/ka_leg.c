@@ -55,6 +55,8 @@ void ka_leg_wait_memory(ka_leg_t *leg, size_t need, int priority)
            KA_KI("pool_used", ka_pool_used_bytes(&srv->pool)));
     ka_leg_update_reading(leg);
     ka_pool_wait(&srv->pool, &leg->waiter, need, priority);
+    if (srv->on_starved != NULL && ka_pool_starved(&srv->pool))
+        srv->on_starved(srv);
 }
 
 static void resume_idle_cb(uv_idle_t *idle)

@@ -169,6 +169,7 @@ static int server_init(ka_server_t *srv, uv_loop_t *loop, const ka_config_t *cfg
     uv_unref((uv_handle_t *)&srv->accept_check);
     uv_timer_init(loop, &srv->drain_timer);
     srv->drain_timer.data = srv;
+    ka_reclaim_init(srv);
     uv_signal_init(loop, &srv->sigterm);
     srv->sigterm.data = srv;
     uv_signal_start(&srv->sigterm, signal_cb, SIGTERM);
@@ -272,6 +273,7 @@ static void drain_finish_if_done(ka_server_t *srv)
     uv_close((uv_handle_t *)&srv->accept_idle, NULL);
     uv_close((uv_handle_t *)&srv->accept_check, NULL);
     uv_close((uv_handle_t *)&srv->resume_idle, NULL);
+    ka_reclaim_close(srv);
 }
 
 void ka_server_close(ka_server_t *srv)

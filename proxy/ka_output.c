@@ -82,6 +82,7 @@ static int submit(ka_leg_t *dst, ka_wreq_t *w)
         return 1;
     }
     dst->write_pending += w->bytes;
+    dst->write_queued += w->bytes;
     return 0;
 }
 

@@ -11,6 +11,7 @@
  * Calls go one way, from the top down:
  *
  *   ka_listener.c     the server: accept, signals, drain
+ *   ka_reclaim.c      while memory is short, closes clients that read nothing
  *   ka_session.c      one connection's life: connect, read, half-close, close
  *   ka_session_tls.c  the session's transport when TLS is on
  *   ka_session_auth.c who the client is: its SASL name or certificate subject
@@ -20,7 +21,8 @@
  *
  * A lower file that must tell an upper one something does it through a
  * callback the upper one installed: a session's ka_session_events_t
- * (close, advance), a leg's read_cb, resume_cb and flush_cb, a session's
+ * (close, advance), a leg's read_cb, resume_cb and flush_cb, the server's
+ * on_starved (a leg waits for memory), a session's
  * closed_cb to the listener.
  */
 #ifndef KA_PROXY_INTERNAL_H
@@ -143,8 +145,13 @@ struct ka_leg {
     int tls_checked;     /* the first bytes were checked for a plaintext client */
     int tls_established; /* the handshake completed (logged and counted once) */
 
-    ka_wreq_t *out;       /* write being assembled toward this leg */
-    size_t write_pending; /* bytes handed to uv_write on this leg, not yet written */
+    ka_wreq_t *out;        /* write being assembled toward this leg */
+    size_t write_pending;  /* bytes handed to uv_write on this leg, not yet written */
+    uint64_t write_queued; /* bytes ever handed to uv_write: less libuv's queue, bytes written */
+    /* While the pool is starved (ka_reclaim.c): bytes written at the last look,
+     * when that count last moved, and the starved spell those belong to. */
+    uint64_t stall_written, stall_since_ms;
+    uint32_t stall_spell;
     uv_shutdown_t shutdown_req;
 };
 
@@ -241,6 +248,12 @@ struct ka_server {
     uv_idle_t resume_idle;
     ka_leg_t *resume_head, *resume_tail;
 
+    /* ka_reclaim.c: while the pool is starved, clients that read none of
+     * their answers are closed after --stalled-reader-timeout-ms. */
+    uv_timer_t reclaim_timer;
+    uint32_t starved_spell; /* counts spells, so a leg's samples from an earlier one are stale */
+    void (*on_starved)(ka_server_t *srv); /* installed by ka_reclaim_init, called by a leg */
+
     ka_wreq_t *wreq_cache;
     size_t wreq_cached;
 
@@ -317,6 +330,11 @@ void ka_session_auth_tls(ka_session_t *s, const ka_transport_t *t);
 const char *ka_session_principal(const ka_session_t *s);
 /* The origin of a request about to be held (copies its client id). */
 const ka_frame_origin_t *ka_session_origin(ka_session_t *s, const ka_frame_header_t *h);
+
+/* ka_reclaim.c (called by the listener). Installs srv->on_starved, which a
+ * leg calls when it starts waiting for memory. */
+void ka_reclaim_init(ka_server_t *srv);
+void ka_reclaim_close(ka_server_t *srv);
 
 /* ka_output.c */
 void ka_output_add(ka_leg_t *dst, ka_pbuf_t *pb, size_t a, size_t b);

@@ -24,6 +24,9 @@ if(TARGET ka_proxy)
   ka_unit_test(test_proxy_relay_principal
     SOURCES ${KA_PROXY_TEST_DIR}/test_relay_principal.c ${KA_PROXY_TEST_DIR}/socket_fixtures.c LIBS ka_proxy Threads::Threads)
   set_tests_properties(test_proxy_relay_principal PROPERTIES TIMEOUT 20)
+  ka_unit_test(test_proxy_reclaim
+    SOURCES ${KA_PROXY_TEST_DIR}/test_reclaim.c ${KA_PROXY_TEST_DIR}/socket_fixtures.c LIBS ka_proxy Threads::Threads)
+  set_tests_properties(test_proxy_reclaim PROPERTIES TIMEOUT 30)
 endif()
 find_program(KA_PYTHON3 python3)
 if(TARGET kadmit AND KA_PYTHON3)

@@ -356,6 +356,25 @@ static void test_tls_and_sasl_flags(void **state)
     unsetenv("KADMIT_METADATA_SASL_PASSWORD");
 }
 
+static void test_stalled_reader_timeout(void **state)
+{
+    (void)state;
+    ka_config_t cfg;
+    const char *plain[] = {"kadmit", "--upstream", "h:1"};
+    assert_int_equal(parse(&cfg, 3, plain), KA_CONFIG_RUN);
+    assert_int_equal(cfg.stalled_reader_timeout_ms, 2000);
+    const char *set[] = {"kadmit", "--upstream", "h:1", "--stalled-reader-timeout-ms=250"};
+    assert_int_equal(parse(&cfg, 4, set), KA_CONFIG_RUN);
+    assert_int_equal(cfg.stalled_reader_timeout_ms, 250);
+    /* Below 100 ms a client's ordinary pause would look like a stall. */
+    const char *low[] = {"kadmit", "--upstream", "h:1", "--stalled-reader-timeout-ms=99"};
+    assert_true(parse(&cfg, 4, low) < 0);
+    setenv("KADMIT_STALLED_READER_TIMEOUT_MS", "5000", 1);
+    assert_int_equal(parse(&cfg, 3, plain), KA_CONFIG_RUN);
+    assert_int_equal(cfg.stalled_reader_timeout_ms, 5000);
+    unsetenv("KADMIT_STALLED_READER_TIMEOUT_MS");
+}
+
 static void test_held_request_cap_must_fit_the_pool_with_a_policy(void **state)
 {
     (void)state;
@@ -445,6 +464,7 @@ int main(void)
         cmocka_unit_test_setup(test_help_and_version, clear_env),
         cmocka_unit_test_setup(test_tls_and_sasl_flags, clear_env),
         cmocka_unit_test_setup(test_held_request_cap_must_fit_the_pool_with_a_policy, clear_env),
+        cmocka_unit_test_setup(test_stalled_reader_timeout, clear_env),
         cmocka_unit_test_setup(test_ledger_is_on_with_a_policy_unless_turned_off, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -66,6 +66,18 @@ int fx_listen_loopback(uint16_t *port)
     return fd;
 }
 
+void fx_serve_each(int listen_fd, void *(*conn)(void *))
+{
+    for (;;) {
+        int fd = accept(listen_fd, NULL, NULL);
+        if (fd < 0)
+            return;
+        pthread_t t;
+        pthread_create(&t, NULL, conn, (void *)(intptr_t)fd);
+        pthread_detach(t);
+    }
+}
+
 int fx_dial_loopback(int port)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};

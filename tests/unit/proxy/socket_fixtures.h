@@ -15,6 +15,9 @@ int fx_read_frame(int fd, uint8_t *buf, size_t cap, uint32_t *len);
 void fx_put32(uint8_t *p, uint32_t v);
 /* A listening socket on 127.0.0.1 with a port of the kernel's choice; -1 on error. */
 int fx_listen_loopback(uint16_t *port);
+/* Accepts on listen_fd until it fails, each connection on a detached thread
+ * that runs conn with the descriptor (as an intptr_t). */
+void fx_serve_each(int listen_fd, void *(*conn)(void *));
 /* A connected socket to 127.0.0.1:port; -1 on error. */
 int fx_dial_loopback(int port);
 uint32_t fx_get32(const uint8_t *p);

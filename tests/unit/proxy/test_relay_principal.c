@@ -102,14 +102,8 @@ static void *broker_conn(void *arg)
 static void *broker_main(void *arg)
 {
     (void)arg;
-    for (;;) {
-        int fd = accept(broker_listen_fd, NULL, NULL);
-        if (fd < 0)
-            return NULL;
-        pthread_t t;
-        pthread_create(&t, NULL, broker_conn, (void *)(intptr_t)fd);
-        pthread_detach(t);
-    }
+    fx_serve_each(broker_listen_fd, broker_conn);
+    return NULL;
 }
 
 /* A request: header v1 (v2 when flexible) with client id "cid", then body. */
