@@ -5,12 +5,15 @@ listener (MB_PREFILL_MIB, default 128 MiB in 8 partitions). The test first measu
 fixed overhead: its RSS idle after startup, and the RSS added by 200 idle client connections
 (each with its upstream connection). Then 200 confluent-kafka consumers in one process
 (mb_consumers.py) fetch through kadmit for MB_SECONDS (default 30), beside MB_STALLED (default
-50) clients that send large fetches and never read the answers, while the test samples kadmit's
-peak RSS (VmHWM). It asserts:
+64) clients that send large fetches and never read the answers, while the test samples kadmit's
+peak RSS (VmHWM). Those 64 would pin more than the streamed share of the pool, so the pool runs
+dry for certain, and kadmit must close them (--stalled-reader-timeout-ms, 2 s) for anyone else
+to be served. It asserts:
 
   - peak RSS <= 32 MiB + overhead (+ MB_SLACK_MIB for the allocator, default 4);
   - no consumer saw an error, and records consumed kept increasing in every 5 s window;
-  - the pool's depletion figures moved (depleted time > 0) in /metrics and GET /v1/pool.
+  - the pool's depletion figures moved (depleted time > 0) in /metrics and GET /v1/pool;
+  - the clients that read nothing were closed as stalled readers, and counted.
 
 A second test restarts the sidecar with a policy (so admission requests are held whole and
 decoded) and runs the same load for half as long, beside HELD connections that each stall
@@ -55,17 +58,18 @@ SECONDS = float(os.environ.get("MB_SECONDS", "30"))
 SLACK = int(os.environ.get("MB_SLACK_MIB", "4")) * MiB
 # Clients that ask for large fetches and never read the answers. Once the kernel's socket
 # buffers are full, kadmit holds at most its write high watermark (512 KiB) and a read buffer
-# for each (measured: about 0.56 MiB), and that is all they can pin: 50 of them hold about
-# 28 MiB of the 28.8 MiB general share, so the 200 consumers' reads run the pool dry while
-# memory keeps cycling among them. Without them, kadmit writes what the socket takes at once and
-# 200 fast consumers never deplete the pool on a quiet machine.
-STALLED = int(os.environ.get("MB_STALLED", "50"))
+# for each (measured: about 0.56 MiB). 64 of them would pin about 36 MiB, more than the 28.8 MiB
+# share of streamed reads: the pool runs dry whatever the machine's speed, and until kadmit
+# closes them nobody else is served. (With 50, about 28 MiB, whether the consumers' reads ran
+# the pool dry depended on the machine: on one they did not, on another the 50 starved them.)
+STALLED = int(os.environ.get("MB_STALLED", "64"))
 HELD = int(os.environ.get("MB_HELD", "12"))
 STALLED_POLICY = int(os.environ.get("MB_STALLED_POLICY", "36"))
 
 
 POOL_PAUSES = 'kadmit_read_pauses_total{cause="pool"}'
 SLOW_PAUSES = 'kadmit_read_pauses_total{cause="backpressure"}'
+STALLED_CLOSED = 'kadmit_connections_closed_total{reason="stalled_reader"}'
 
 def _stall(port: int, n: int) -> list[socket.socket]:
     socks = []
@@ -230,8 +234,14 @@ def _run_load(d: Path, k: Kadmit, seconds: float, label: str, stalled_n: int = S
 def test_200_consumers_with_50mib_fetches_stay_under_the_pool_bound(mb):
     d, c, k = mb
     metrics, pool_seen, report = _run_load(d, k, SECONDS, "no policy")
+    closed = metrics.get(STALLED_CLOSED, 0)
+    report += f"; closed as stalled readers {closed}"
     assert metrics["kadmit_memory_pool_depleted_time_seconds_total"] > 0, report
     assert pool_seen[-1]["memory_pool_depleted_time_total_seconds"] > 0
+    # Only the clients that read nothing are closed, and each says why in the log.
+    assert 1 <= closed <= STALLED, report
+    assert k.log_text().count("client reads none of its answers while others wait for memory") \
+        == closed, report
     assert k.alive() and not k.sanitizer_reports()
 
 
