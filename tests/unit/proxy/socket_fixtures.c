@@ -114,3 +114,11 @@ void fx_run_proxy(struct uv_loop_s *loop, struct ka_server *srv, int broker_list
     close(broker_listen_fd);
     pthread_join(broker, NULL);
 }
+
+int fx_proxy_free(struct uv_loop_s *loop, struct ka_server *srv)
+{
+    int leaked = ka_pool_used_bytes(ka_server_pool(srv)) != 0;
+    int open = uv_loop_close(loop) != 0;
+    ka_server_free(srv);
+    return leaked || open ? -1 : 0;
+}

@@ -32,5 +32,7 @@ struct uv_loop_s;
  * the client's SIGTERM has drained it; then closes the server and joins both. */
 void fx_run_proxy(struct uv_loop_s *loop, struct ka_server *srv, int broker_listen_fd,
                   void *(*broker_main)(void *), void *(*client_main)(void *));
+/* After fx_run_proxy: 0 when the pool is empty and the loop closes; frees the server. */
+int fx_proxy_free(struct uv_loop_s *loop, struct ka_server *srv);
 
 #endif

@@ -224,9 +224,7 @@ static void test_clients_that_read_nothing_are_closed_only_while_memory_is_short
     assert_true(stalled_closed >= 1);
     assert_int_equal(ka_server_metrics(srv)->stalled_readers, (uint64_t)stalled_closed);
     assert_true(ka_pool_depleted_time_total_s(ka_server_pool(srv)) > 0);
-    assert_int_equal(ka_pool_used_bytes(ka_server_pool(srv)), 0);
-    assert_int_equal(uv_loop_close(&loop), 0);
-    ka_server_free(srv);
+    assert_int_equal(fx_proxy_free(&loop, srv), 0);
 }
 
 int main(void)

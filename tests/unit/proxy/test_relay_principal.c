@@ -282,9 +282,7 @@ static void test_principal_follows_the_broker_answer_to_the_sasl_exchange(void *
     assert_string_equal(seen_principal[8], "(unknown)");
     assert_int_equal(ka_server_metrics(srv)->sasl_auth_failures, 1);
     assert_int_equal(ka_server_metrics(srv)->sasl_principals, 4);
-    assert_int_equal(ka_pool_used_bytes(ka_server_pool(srv)), 0);
-    assert_int_equal(uv_loop_close(&loop), 0);
-    ka_server_free(srv);
+    assert_int_equal(fx_proxy_free(&loop, srv), 0);
 }
 
 int main(void)
