@@ -242,7 +242,8 @@ static ka_decision_context_t decision_context(const ka_adm_ctx_t *ctx)
                                    .ledger = ctx->ledger,
                                    .now_ms = ctx->now_ms,
                                    .seed = ctx->seed,
-                                   .principal = ctx->principal};
+                                   .principal = ctx->principal,
+                                   .view_follows_request = ctx->view_follows_request};
 }
 
 static bool unknown_item(const ka_verdict_t *v)

@@ -71,6 +71,8 @@ typedef struct ka_adm_ctx {
     /* An item about a topic, partition or broker the view does not know may
      * wait for a fresher view (action WAIT) instead of being rejected. */
     bool may_wait_for_view;
+    /* The view was taken after the request arrived (ka_decision_context_t). */
+    bool view_follows_request;
     size_t max_frame; /* cap on frames written */
     /* Where the decoded request (its copy of the frame and its arena) is
      * accounted; NULL: nowhere. A refusal makes the decision KA_ENOMEM. */

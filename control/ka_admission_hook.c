@@ -299,6 +299,9 @@ static ka_adm_ctx_t decision_ctx(ka_admission_t *a, const ka_frame_header_t *hdr
                            * bounded number of them; then it is judged on what the
                            * view shows, or refused with a message. */
                           .may_wait_for_view = resumed < KA_VIEW_WAIT_ROUNDS,
+                          /* The first wake may come from a refresh already under way when
+                           * the request arrived; the second was asked for after it. */
+                          .view_follows_request = resumed >= 2,
                           .max_frame = ka_server_config(a->srv)->max_frame_bytes,
                           .budget = ka_pool_arena_budget(ka_server_pool(a->srv)),
                           .principal = hdr->origin ? hdr->origin->principal : NULL,

@@ -4,10 +4,43 @@
  */
 #include "ka_ledger_record.h"
 
+#include <ctype.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static bool id_is_zero(const uint8_t id[16])
+{
+    static const uint8_t zero[16];
+
+    return memcmp(id, zero, sizeof(zero)) == 0;
+}
+
+/* "replaces_topic_id": 32 hex digits, optional (absent: none). */
+static int decode_replaces(json_t *o, ka_ledger_item_t *it, char *err, size_t errlen)
+{
+    json_t *v = json_object_get(o, "replaces_topic_id");
+    const char *hex = json_string_value(v);
+
+    if (v == NULL)
+        return 0;
+    if (hex == NULL || json_string_length(v) != 32) {
+        snprintf(err, errlen, "\"replaces_topic_id\" is not 32 hex digits");
+        return KA_EINVALID;
+    }
+    for (size_t i = 0; i < 16; i++) {
+        unsigned byte;
+
+        if (!isxdigit((unsigned char)hex[2 * i]) || !isxdigit((unsigned char)hex[2 * i + 1]) ||
+            sscanf(hex + 2 * i, "%2x", &byte) != 1) {
+            snprintf(err, errlen, "\"replaces_topic_id\" is not 32 hex digits");
+            return KA_EINVALID;
+        }
+        it->spec.replaces_topic_id[i] = (uint8_t)byte;
+    }
+    return 0;
+}
 
 static json_t *spec_json(const ka_reservation_spec_t *s)
 {
@@ -36,6 +69,16 @@ static json_t *spec_json(const ka_reservation_spec_t *s)
         goto fail;
     json_object_set_new(o, "replicas", replicas);
     json_object_set_new(o, "deltas", deltas);
+    if (!id_is_zero(s->replaces_topic_id)) {
+        char hex[33];
+
+        for (size_t i = 0; i < 16; i++)
+            snprintf(hex + 2 * i, 3, "%02x", s->replaces_topic_id[i]);
+        if (json_object_set_new(o, "replaces_topic_id", json_string(hex)) < 0) {
+            json_decref(o);
+            return NULL;
+        }
+    }
     return o;
 fail:
     json_decref(replicas);
@@ -225,7 +268,8 @@ static int decode_item(json_t *o, ka_ledger_item_t *it, char *err, size_t errlen
         (rc = get_i32(o, "partition", -1, &it->spec.partition, err, errlen)) < 0 ||
         (rc = get_i32(o, "new_partitions", 0, &it->spec.new_partitions, err, errlen)) < 0 ||
         (rc = decode_replicas(o, it, err, errlen)) < 0 ||
-        (rc = decode_deltas(o, it, err, errlen)) < 0)
+        (rc = decode_deltas(o, it, err, errlen)) < 0 ||
+        (rc = decode_replaces(o, it, err, errlen)) < 0)
         return rc;
     return 0;
 }

@@ -6,7 +6,9 @@
  *            the reservations a sidecar is about to admit, one SPEC per
  *            item: {"kind":"partitions"|"replicas","topic":T,
  *            "partition_count":N,"partition":P,"replicas":[B...],
- *            "new_partitions":N,"deltas":[[BROKER,REPLICAS]...]};
+ *            "new_partitions":N,"deltas":[[BROKER,REPLICAS]...],
+ *            "replaces_topic_id":HEX32 (optional: the id of a topic of that name a
+ *            view still showed, so only a view with another id shows the item)};
  *   outcome  {"type":"outcome","sidecar":ID,"seq":N,"items":["admitted"|"released"...]}
  *            what became of each item of intent (ID, N), in the same order.
  *

@@ -32,6 +32,7 @@ void ka_mdc_refresh_build_work(uv_work_t *w)
         .taken_at_ms = f->taken_at_ms,
         .metadata = &f->metadata,
         .cluster = f->have_cluster ? &f->cluster : NULL,
+        .cluster_lists_fenced = f->cluster_version >= 2,
         .configs = &configs,
         .config_count = f->have_configs ? 1 : 0,
         .fallback_defaults = f->have_fallback ? &f->fallback : NULL,

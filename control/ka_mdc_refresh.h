@@ -45,6 +45,7 @@ struct ka_mdc_refresh {
     struct ka_describecluster_response cluster;
     struct ka_describeconfigs_response configs;
     int have_cluster, have_configs;
+    int16_t cluster_version; /* the DescribeCluster version asked (2+ lists fenced brokers) */
     int asked_logdirs, have_logdirs; /* DescribeLogDirs, compared with the view on the worker */
     ka_reader_t logdirs_reader;      /* its body after the header */
     int16_t logdirs_version;

@@ -559,6 +559,7 @@ static int on_answer(ka_mdc_t *c, int16_t api, void *answer, char *why, size_t w
         return 0;
     case KA_DESCRIBECLUSTER_REQUEST_API_KEY:
         c->refresh->have_cluster = 1;
+        c->refresh->cluster_version = c->cluster_version;
         if (c->refresh->cluster.error_code != 0)
             ka_log(KA_LOG_DEBUG, "DescribeCluster refused; brokers from Metadata",
                    KA_KS("upstream", c->name), KA_KI("error_code", c->refresh->cluster.error_code));

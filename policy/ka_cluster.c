@@ -69,6 +69,9 @@ struct ka_cluster {
     size_t partition_slots;
     int64_t total_partitions;
     char partial[KA_CLUSTER_PARTIAL_MAX]; /* why the view may be partial; empty when complete */
+    /* The broker list is every registered broker, fenced ones included (DescribeCluster v2+),
+     * not only the unfenced ones Metadata and DescribeCluster v1 list. */
+    bool lists_fenced;
 };
 
 /* The builder is a view under construction; only finish hands it out. */
@@ -178,6 +181,16 @@ int ka_cluster_builder_add_broker(ka_cluster_builder_t *b, int32_t broker_id, ka
 void ka_cluster_builder_set_defaults(ka_cluster_builder_t *b, const ka_broker_defaults_t *d)
 {
     b->view.defaults = *d;
+}
+
+void ka_cluster_builder_set_lists_fenced(ka_cluster_builder_t *b, bool lists_fenced)
+{
+    b->view.lists_fenced = lists_fenced;
+}
+
+bool ka_cluster_lists_fenced(const ka_cluster_t *c)
+{
+    return c != NULL && c->lists_fenced;
 }
 
 static bool name_is(const struct ka_cluster *c, const ka_cluster_topic_t *t, ka_slice_t name)
@@ -622,6 +635,14 @@ const ka_cluster_topic_t *ka_cluster_find_topic(const ka_cluster_t *c, ka_slice_
  * is rare and names few topics, and comparing 16 bytes per topic stays in
  * the microseconds for the views kadmit is sized for.
  */
+bool ka_cluster_topic_id(const ka_cluster_topic_t *t, uint8_t out[16])
+{
+    static const uint8_t zero[16];
+
+    memcpy(out, t->id, 16);
+    return memcmp(t->id, zero, sizeof(zero)) != 0;
+}
+
 const ka_cluster_topic_t *ka_cluster_find_topic_id(const ka_cluster_t *c, const uint8_t id[16])
 {
     static const uint8_t zero[16];

@@ -84,6 +84,10 @@ int ka_cluster_builder_add_broker(ka_cluster_builder_t *builder, int32_t broker_
                                   bool fenced);
 void ka_cluster_builder_set_defaults(ka_cluster_builder_t *builder,
                                      const ka_broker_defaults_t *defaults);
+/* Says the listed brokers are every registered one, fenced included (DescribeCluster v2+).
+ * Without it a fenced broker is invisible unless it hosts a replica, and Kafka's placer still
+ * uses fenced brokers, so the view cannot tell how many brokers a placement may use. */
+void ka_cluster_builder_set_lists_fenced(ka_cluster_builder_t *builder, bool lists_fenced);
 /* Declares a topic (which may have no partitions yet); idempotent. */
 int ka_cluster_builder_add_topic(ka_cluster_builder_t *builder, ka_slice_t name);
 /* Records a topic's id (Metadata v10+); the topic is declared if needed. */
@@ -106,6 +110,8 @@ ka_cluster_t *ka_cluster_ref(ka_cluster_t *cluster);
 void ka_cluster_unref(ka_cluster_t *cluster);
 
 int64_t ka_cluster_taken_at_ms(const ka_cluster_t *cluster);
+/* True when the listed brokers include the fenced ones (ka_cluster_builder_set_lists_fenced). */
+bool ka_cluster_lists_fenced(const ka_cluster_t *cluster);
 
 /*
  * A view may be partial: Metadata leaves out the topics the metadata
@@ -137,6 +143,8 @@ const ka_cluster_topic_t *ka_cluster_find_topic(const ka_cluster_t *cluster, ka_
 /* The topic with this id, or NULL (also for the all-zero id). Valid while the view is. */
 const ka_cluster_topic_t *ka_cluster_find_topic_id(const ka_cluster_t *cluster,
                                                    const uint8_t id[16]);
+/* Copies the topic's id into out; false when the view does not know it (all zero). */
+bool ka_cluster_topic_id(const ka_cluster_topic_t *topic, uint8_t out[16]);
 /* The topic's name, a slice into the view. */
 ka_slice_t ka_cluster_topic_name(const ka_cluster_t *cluster, const ka_cluster_topic_t *topic);
 /* One more than the highest partition index seen. */

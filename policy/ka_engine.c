@@ -319,6 +319,8 @@ static int commit(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan, boo
             .expires_at_ms = w->ctx->now_ms + ka_policy_reservation_expiry_ms(w->ctx->policy),
         };
 
+        memcpy(spec.replaces_topic_id, plan->replaces_topic_id, sizeof(spec.replaces_topic_id));
+
         if ((rc = ka_reservations_add(w->ctx->ledger, &spec, &v->reservation_id)) < 0) {
             unapply_delta(w, synced);
             free(deltas);

@@ -59,6 +59,10 @@ typedef struct ka_decision_context {
     /* Who sent the request, as "User:name" (ka_policy_rules.h): the caller passes the policy's
      * principal.unknown when kadmit cannot know. NULL is read as principal.unknown. */
     const char *principal;
+    /* The view was taken after the request arrived (the request waited for a refresh asked
+     * for after it came). Only then may an item the view says the broker refuses be left to
+     * the broker, and only when that refusal holds in every state (ARCHITECTURE invariant 10). */
+    bool view_follows_request;
 } ka_decision_context_t;
 
 enum ka_verdict_kind {
@@ -82,6 +86,10 @@ typedef struct ka_claim {
     const int32_t *targets;  /* REPLICAS */
     int32_t target_count;
     int32_t new_partitions; /* against max.partitions */
+    /* PARTITIONS: the id of the topic of that name the view showed when the item was judged
+     * (all zero: none). The item creates the topic anew, so only a view with another id
+     * shows it. */
+    uint8_t replaces_topic_id[16];
     ka_broker_delta_t *deltas;
     size_t delta_count;
     bool validate_only; /* counted within the call, never reserved */

@@ -3,11 +3,24 @@
  * core.
  *
  * Each walks its items in request order and first sorts out what is not a
- * limit question. kadmit only judges limits: a topic that already exists,
- * a malformed assignment, a replication factor above the broker count, a
- * name twice in one request are the broker's to refuse, in its own words,
- * so those items are DEFER_TO_BROKER and never masked with the rejection
- * code. The reason is kept in the verdict's message for logs.
+ * limit question. kadmit only judges limits, and leaves an item to the
+ * broker unjudged (DEFER_TO_BROKER, never masked with the rejection code)
+ * only when the broker refuses it whatever the cluster's state is now
+ * (ARCHITECTURE invariant 10): a bad name, a name twice in one request, a
+ * malformed assignment, counts no state allows. A view lags the broker by
+ * a second as a matter of course, so "the view says the broker will
+ * refuse" is never enough by itself:
+ *   - a topic the view still lists may have been deleted a moment ago, so
+ *     creating it again is judged in full, as a new topic;
+ *   - a replication factor above the brokers the view lists is left to the
+ *     broker only on a view taken after the request arrived that lists
+ *     every registered broker, fenced ones included (Kafka's placer uses
+ *     them); otherwise it waits for such a view, or is refused;
+ *   - CreatePartitions to no more partitions than the view shows is left to
+ *     the broker only on such a fresh view with nothing of that topic
+ *     reserved (no create or growth of it in flight); assignments whose
+ *     number differs from the view's count are judged as given.
+ * docs/admission.md lists every deferral and why it is safe.
  *
  * A topic, partition or broker the view does not know is different: it
  * may exist already (created a moment ago, through this or another
@@ -20,6 +33,7 @@
 #include <string.h>
 
 #include "ka_engine_work.h"
+#include "ka_message.h"
 
 #define ADVICE_CREATE                                                                              \
     "Raise max.broker.partitions for these brokers, add brokers, or create fewer partitions."
@@ -137,6 +151,51 @@ static int unknown_topic(const struct ka_work *w, ka_verdict_t *v, ka_slice_t na
 }
 
 /*
+ * A replication factor Kafka's placer may refuse. The placer uses every
+ * registered broker, fenced ones included, and refuses a factor above their
+ * number, or any factor when every broker is fenced (INVALID_REPLICATION_FACTOR).
+ * Brokers register and unfence at any moment, so that refusal is left to the
+ * broker only on a view taken after the request arrived, and only when the
+ * view lists fenced brokers (DescribeCluster v2, Kafka 4.0 and later);
+ * before such a view the item waits for one. On a view that cannot list
+ * fenced brokers, a factor above the brokers it lists may still be placed
+ * on brokers kadmit cannot count, so it is refused with a message.
+ * Returns 0 when the factor is within the brokers (judge the item), 1 with
+ * v filled, or KA_ENOMEM.
+ */
+static int replication_beyond_brokers(const struct ka_work *w, ka_verdict_t *v, int32_t replication)
+{
+    int rc;
+
+    if ((size_t)replication <= w->broker_count && w->unfenced_count > 0)
+        return 0;
+    if (!w->ctx->view_follows_request)
+        rc = ka_work_unknown(w, v, KA_REASON_UNKNOWN_BROKER,
+                             ka_policy_reject_error_code(w->ctx->policy),
+                             "Cannot decide on this request: replication factor %d is above the "
+                             "%zu brokers (%zu unfenced) in kadmit's cluster view, which may lag "
+                             "brokers that register or unfence. Retry shortly.",
+                             replication, w->broker_count, w->unfenced_count);
+    else if (ka_cluster_lists_fenced(w->ctx->view))
+        return ka_work_defer(v,
+                             "replication factor %d is above the %zu registered brokers (%zu "
+                             "unfenced) of a view taken after the request",
+                             replication, w->broker_count, w->unfenced_count) < 0
+                   ? KA_ENOMEM
+                   : 1;
+    else
+        rc = ka_work_unknown(
+            w, v, KA_REASON_UNKNOWN_BROKER, ka_policy_reject_error_code(w->ctx->policy),
+            "Cannot decide on this request: replication factor %d is above the %zu brokers "
+            "kadmit's cluster view lists, and this Kafka does not list fenced brokers "
+            "(DescribeCluster v2, Kafka 4.0), which its placer also uses, so kadmit cannot "
+            "count the brokers this topic would be placed on. Use a replication factor of at "
+            "most %zu, or retry once every broker is back.",
+            replication, w->broker_count, w->broker_count);
+    return rc < 0 ? KA_ENOMEM : 1;
+}
+
+/*
  * Checks explicit rows (indexed: CreateTopics' partition indices must be
  * 0..count-1 each once) and, when they are sound, adds them to w->delta.
  * *rf gets the common row length; expected_rf > 0 demands it. Returns 1
@@ -232,6 +291,24 @@ static int finish(struct ka_work *w, ka_verdict_t *verdicts, size_t count, bool 
     return rc;
 }
 
+/* A rejected create of a topic the view still lists says why it was counted in full. */
+static int created_again(ka_verdict_t *v, const ka_cluster_topic_t *existing, int rc)
+{
+    char *message;
+
+    if (rc < 0 || existing == NULL || v->kind != KA_VERDICT_REJECT || v->message == NULL)
+        return rc;
+    message = ka_message_format("%s kadmit's cluster view still lists a topic of this name; it "
+                                "may have been deleted a moment ago, so the create is counted "
+                                "as a new topic.",
+                                v->message);
+    if (message == NULL)
+        return KA_ENOMEM;
+    free(v->message);
+    v->message = message;
+    return rc;
+}
+
 static int create_topic(struct ka_work *w, const ka_create_topic_t *t, bool dup, ka_verdict_t *v)
 {
     const ka_broker_defaults_t *defaults = ka_cluster_broker_defaults(w->ctx->view);
@@ -244,14 +321,19 @@ static int create_topic(struct ka_work *w, const ka_create_topic_t *t, bool dup,
                             .configs = t->configs,
                             .config_count = t->config_count};
     int32_t partitions = t->num_partitions, replication = t->replication_factor, rf;
+    const ka_cluster_topic_t *existing;
     int rc;
 
     if (!ka_topic_name_valid(t->name))
         return ka_work_defer(v, "the topic name is not valid");
     if (dup)
         return ka_work_defer(v, "the topic appears more than once in the request");
-    if (ka_cluster_find_topic(w->ctx->view, t->name) != NULL)
-        return ka_work_defer(v, "the topic already exists");
+    /* A topic the view lists may have been deleted a moment ago (through any sidecar, or
+     * earlier on this connection): creating it again is judged as a new topic, counted in
+     * full beside the one the view still shows. If it does exist, the broker refuses the
+     * item (TOPIC_ALREADY_EXISTS) and the reservation is released. */
+    if ((existing = ka_cluster_find_topic(w->ctx->view, t->name)) != NULL)
+        ka_cluster_topic_id(existing, plan.replaces_topic_id);
     if (t->assignment_count > 0 && t->assignments != NULL) {
         if (t->num_partitions != -1 || t->replication_factor != -1)
             return ka_work_defer(v,
@@ -268,7 +350,7 @@ static int create_topic(struct ka_work *w, const ka_create_topic_t *t, bool dup,
             return rc < 0 ? rc : 0;
         }
         plan.partition_count = plan.new_partitions = t->assignment_count;
-        return ka_work_decide_exact(w, v, &plan);
+        return created_again(v, existing, ka_work_decide_exact(w, v, &plan));
     }
     item.partitions_default = partitions == -1;
     item.replication_default = replication == -1;
@@ -280,17 +362,15 @@ static int create_topic(struct ka_work *w, const ka_create_topic_t *t, bool dup,
         return ka_work_defer(v, "num_partitions %d is not valid", partitions);
     if (replication <= 0)
         return ka_work_defer(v, "replication_factor %d is not valid", replication);
-    /* Kafka's placer uses unfenced brokers only, and refuses a factor above their number
-     * (INVALID_REPLICATION_FACTOR): leave that answer to the broker. */
-    if ((size_t)replication > w->unfenced_count)
-        return ka_work_defer(v, "replication factor %d is larger than the %zu unfenced brokers",
-                             replication, w->unfenced_count);
+    if ((rc = replication_beyond_brokers(w, v, replication)) != 0)
+        return rc < 0 ? rc : 0;
     item.partitions = item.added = partitions;
     item.replication = replication;
     if ((rc = ka_work_judge_rules(w, &item, v)) != 0)
         return rc < 0 ? rc : 0;
     plan.partition_count = plan.new_partitions = partitions;
-    return ka_work_decide_auto(w, v, &plan, partitions, replication, true);
+    return created_again(v, existing,
+                         ka_work_decide_auto(w, v, &plan, partitions, replication, true));
 }
 
 /* Judges one item of a request, found by its index in the request's array. */
@@ -425,21 +505,38 @@ static int create_partitions(struct ka_work *w, const ka_create_partitions_t *t,
     if (topic == NULL)
         return unknown_topic(w, v, t->name, -1);
     existing = ka_cluster_topic_partition_count(topic);
-    if (t->count <= existing)
+    replication = topic_replication(topic);
+    /* A topic's partitions never shrink, so the broker refuses a count at or below the
+     * view's unless the topic it holds is another one of that name: created again a moment
+     * ago, which kadmit reserved until a view shows it. So: on a view taken after the
+     * request, with nothing of the topic reserved, the refusal is the broker's. */
+    if (t->count <= existing || replication <= 0) {
+        if (!w->ctx->view_follows_request || ka_reservations_has_topic(w->ctx->ledger, t->name))
+            return ka_work_unknown(
+                w, v, KA_REASON_UNKNOWN_TOPIC, ka_policy_reject_error_code(w->ctx->policy),
+                "Cannot decide on this request: kadmit's cluster view shows "
+                "topic %.*s with %d partitions, and a creation or growth of "
+                "it is still in flight or the view predates the request. "
+                "Retry shortly.",
+                t->name.len > 0 ? (int)t->name.len : 0, (const char *)t->name.ptr, existing);
+        if (replication <= 0)
+            return ka_work_defer(v, "the topic's replication factor is not known");
         return ka_work_defer(v, "the topic already has %d partitions, not fewer than %d", existing,
                              t->count);
+    }
     added = t->count - existing;
     plan.new_partitions = added;
-    replication = topic_replication(topic);
-    if (replication <= 0)
-        return ka_work_defer(v, "the topic's replication factor is not known");
     item.partitions = t->count;
     item.added = added;
     item.replication = replication;
     if (t->assignments != NULL) {
-        if (t->assignment_count != added)
-            return ka_work_defer(v, "%d assignments were given for %d new partitions",
-                                 t->assignment_count, added);
+        /* The view's count may lag a growth admitted a moment ago: a number of rows other
+         * than the view's gap is judged as given, as the partitions the broker would add. */
+        if (t->assignment_count != added) {
+            if (t->assignment_count <= 0)
+                return ka_work_defer(v, "no assignment was given for %d new partitions", added);
+            plan.new_partitions = item.added = added = t->assignment_count;
+        }
         rc = take_rows(w, v, t->assignments, t->assignment_count, false, replication, &rf);
         if (rc != 0)
             return rc < 0 ? rc : 0;
@@ -449,11 +546,8 @@ static int create_partitions(struct ka_work *w, const ka_create_partitions_t *t,
         }
         return ka_work_decide_exact(w, v, &plan);
     }
-    /* Kafka's placer uses unfenced brokers only, and refuses a factor above their number
-     * (INVALID_REPLICATION_FACTOR): leave that answer to the broker. */
-    if ((size_t)replication > w->unfenced_count)
-        return ka_work_defer(v, "replication factor %d is larger than the %zu unfenced brokers",
-                             replication, w->unfenced_count);
+    if ((rc = replication_beyond_brokers(w, v, replication)) != 0)
+        return rc < 0 ? rc : 0;
     if ((rc = ka_work_judge_rules(w, &item, v)) != 0)
         return rc < 0 ? rc : 0;
     rc = ka_work_decide_auto(w, v, &plan, added, replication, true);
@@ -494,8 +588,9 @@ static int reassign(struct ka_work *w, const ka_reassignment_t *r, bool dup, ka_
     int32_t current_count;
     int rc;
 
-    if (dup)
-        return ka_work_defer(v, "the partition appears more than once in the request");
+    /* Kafka's controller applies every entry of a partition named twice, each against the
+     * state before the request, so each is judged and counted in full. */
+    (void)dup;
     if (topic == NULL)
         return unknown_topic(w, v, r->topic, -1);
     current = ka_cluster_topic_replicas(topic, r->partition, &current_count);
@@ -583,7 +678,7 @@ static int broker_create(struct ka_work *w, ka_slice_t name, int32_t partitions,
      * or counts the broker cannot satisfy. */
     if (!ka_topic_name_valid(name) || ka_cluster_find_topic(w->ctx->view, name) != NULL ||
         ka_reservations_has_topic(w->ctx->ledger, name) || partitions <= 0 || replication <= 0 ||
-        (size_t)replication > w->unfenced_count)
+        (size_t)replication > w->broker_count || w->unfenced_count == 0)
         return 0;
     if ((rc = ka_work_judge_rules(w, &item, v)) != 0)
         return rc < 0 ? rc : 0;

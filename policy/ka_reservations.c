@@ -425,6 +425,23 @@ int ka_reservations_release(ka_reservations_t *l, uint64_t id)
     return 0;
 }
 
+static bool id_is_zero(const uint8_t id[16])
+{
+    static const uint8_t zero[16];
+
+    return memcmp(id, zero, sizeof(zero)) == 0;
+}
+
+/* The view's topic has a known id other than `old`: the topic was created anew. */
+static bool topic_id_differs(const ka_cluster_t *view, const ka_cluster_topic_t *t,
+                             const uint8_t old[16])
+{
+    const ka_cluster_topic_t *by_old = ka_cluster_find_topic_id(view, old);
+    uint8_t id[16];
+
+    return by_old != t && ka_cluster_topic_id(t, id) && !id_is_zero(id);
+}
+
 static bool shown_by(const struct ka_reservation *e, const ka_cluster_t *view)
 {
     const ka_reservation_spec_t *s = &e->spec;
@@ -435,7 +452,9 @@ static bool shown_by(const struct ka_reservation *e, const ka_cluster_t *view)
     if (t == NULL)
         return false;
     if (s->kind == KA_RESERVATION_PARTITIONS)
-        return ka_cluster_topic_partition_count(t) >= s->partition_count;
+        return ka_cluster_topic_partition_count(t) >= s->partition_count &&
+               (id_is_zero(s->replaces_topic_id) ||
+                topic_id_differs(view, t, s->replaces_topic_id));
     /* During a reassignment Kafka lists old and new replicas together, so the
      * targets are counted by the view as soon as they are all listed. */
     replicas = ka_cluster_topic_replicas(t, s->partition, &count);

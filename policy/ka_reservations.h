@@ -37,7 +37,8 @@
 
 /* How a cluster view shows that a reservation has happened. */
 enum ka_reservation_kind {
-    /* The topic exists with at least partition_count partitions. */
+    /* The topic exists with at least partition_count partitions (and, with
+     * replaces_topic_id, under another id than that one). */
     KA_RESERVATION_PARTITIONS,
     /* The partition's replica list contains every broker in replicas. */
     KA_RESERVATION_REPLICAS,
@@ -52,11 +53,15 @@ typedef struct ka_broker_delta {
 typedef struct ka_reservation_spec {
     enum ka_reservation_kind kind;
     ka_slice_t topic;
-    int32_t partition_count;         /* PARTITIONS: the total the view must show */
-    int32_t partition;               /* REPLICAS: the partition being reassigned */
-    const int32_t *replicas;         /* REPLICAS: the target replica list */
-    int32_t replica_count;           /* REPLICAS: entries in replicas */
-    int32_t new_partitions;          /* partitions counted against max.partitions */
+    int32_t partition_count; /* PARTITIONS: the total the view must show */
+    int32_t partition;       /* REPLICAS: the partition being reassigned */
+    const int32_t *replicas; /* REPLICAS: the target replica list */
+    int32_t replica_count;   /* REPLICAS: entries in replicas */
+    int32_t new_partitions;  /* partitions counted against max.partitions */
+    /* PARTITIONS: a topic of that name that this one replaces (deleted, then created again
+     * while a view still showed it): only a view listing the topic with another, nonzero id
+     * shows the reservation. All zero: none. */
+    uint8_t replaces_topic_id[16];
     const ka_broker_delta_t *deltas; /* replicas per broker */
     size_t delta_count;
     int64_t expires_at_ms; /* the caller's clock */

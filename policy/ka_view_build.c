@@ -279,6 +279,8 @@ int ka_view_build(const ka_view_answers_t *in, ka_cluster_t **out, char *err, si
         ka_cluster_builder_free(builder);
         return rc;
     }
+    ka_cluster_builder_set_lists_fenced(
+        builder, in->cluster != NULL && in->cluster->error_code == 0 && in->cluster_lists_fenced);
     if (ka_view_broker_defaults(in->configs, in->config_count, &defaults))
         ka_cluster_builder_set_defaults(builder, &defaults);
     else if (in->fallback_defaults != NULL)

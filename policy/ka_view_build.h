@@ -36,6 +36,8 @@ typedef struct ka_view_answers {
     const struct ka_metadata_response *metadata;
     /* NULL when the broker does not support DescribeCluster. */
     const struct ka_describecluster_response *cluster;
+    /* The DescribeCluster request asked for fenced brokers too (version 2+). */
+    bool cluster_lists_fenced;
     /* The DescribeConfigs answers for resource type BROKER; may be none. */
     const struct ka_describeconfigs_response *const *configs;
     size_t config_count;

@@ -5,7 +5,7 @@ add_library(ka_policy_fixtures STATIC ${KA_POLICY_TEST_DIR}/policy_fixtures.c)
 target_link_libraries(ka_policy_fixtures PUBLIC ka_policy PkgConfig::CMOCKA)
 target_compile_options(ka_policy_fixtures PRIVATE ${KADMIT_WARNINGS})
 foreach(name model cluster reservations engine engine_partial place_properties placement patch
-        rules_parse rules_configs engine_rules idle_interval)
+        rules_parse rules_configs engine_rules idle_interval engine_seams)
   ka_unit_test(test_policy_${name}
     SOURCES ${KA_POLICY_TEST_DIR}/test_${name}.c LIBS ka_policy_fixtures ka_policy)
 endforeach()
