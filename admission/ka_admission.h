@@ -200,6 +200,13 @@ void ka_adm_reject_all(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, enum ka_reaso
 int ka_adm_finish(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t *out);
 void ka_adm_req_free(ka_adm_req_t *req);
 
+/*
+ * True when the broker's error for an item of api_key means the item created nothing, so
+ * its reservation may end (ARCHITECTURE invariant 12). Timeouts, NOT_CONTROLLER, unknown
+ * codes and missing answers are false: the reservation waits for a view or its expiry.
+ */
+bool ka_adm_error_created_nothing(int16_t api_key, int16_t error);
+
 /* ka_engine_view_needs_refresh, for callers that cannot include ka_engine.h. */
 bool ka_adm_view_needs_refresh(const ka_policy_t *policy, const ka_cluster_t *view, int64_t now_ms);
 

@@ -430,9 +430,22 @@ static int md_subset(ka_adm_req_t *req)
 static int md_merge(const ka_adm_api_desc_t *d, ka_adm_pending_t *p, void *resp, ka_arena_t *arena,
                     bool *rewrite)
 {
+    const struct ka_metadata_response *m = resp;
+
     (void)d;
-    (void)resp;
     (void)arena;
+    /* Each auto-created topic's answer, so that a refusal (the principal may not create it)
+     * ends its reservation and a creation under way keeps it. */
+    for (size_t i = 0; i < p->count; i++) {
+        ka_adm_item_t *it = &p->items[i];
+
+        it->broker_error = -1;
+        for (int32_t t = 0; t < m->topics.count; t++)
+            if (ka_adm_slice_eq(m->topics.items[t].name, ka_adm_item_topic(it))) {
+                it->broker_error = m->topics.items[t].error_code;
+                break;
+            }
+    }
     *rewrite = p->client_version != p->api_version;
     return 0;
 }

@@ -110,7 +110,10 @@ static const metric_row_t rows[] = {
     ROW("admission_deferred_total", adm_deferred, "counter",
         "Admission decisions that waited for a metadata refresh."),
     ROW("admission_reservations_released_total", adm_reservations_released, "counter",
-        "Reservations released because the broker reported an error."),
+        "Reservations released because the broker's error means nothing was created."),
+    ROW("admission_reservations_kept_total", adm_reservations_kept, "counter",
+        "Reservations kept after a broker error that may still create (a timeout, an unknown "
+        "code), until a view shows the result or they expire."),
     LROW("protected_refused_total", "api=\"DeleteTopics\"", protected_refused_delete_topics,
          "counter", "Deletes of protected topics refused, one per topic."),
     LROW("protected_refused_total", "api=\"DeleteRecords\"", protected_refused_delete_records,

@@ -595,16 +595,23 @@ static int on_response(void *user, const ka_inflight_entry_t *request, uint8_t *
                KA_KS("error", ka_strerror(rc)));
         return 0;
     }
-    size_t released = 0, failed = 0;
+    size_t released = 0, failed = 0, kept = 0;
     for (size_t i = 0; i < p->count; i++) {
         ka_adm_item_t *it = &p->items[i];
         if (it->local || it->broker_error == 0)
             continue;
         failed++;
+        /* Invariant 12: only an answer that means nothing was created ends the reservation;
+         * a timeout or an unknown answer keeps it until a view shows the result or it expires. */
+        if (!ka_adm_error_created_nothing(p->api_key, it->broker_error)) {
+            kept += it->reservation_id != 0;
+            continue;
+        }
         if (it->reservation_id != 0 && ka_reservations_release(a->ledger, it->reservation_id) == 0)
             released++;
         it->reservation_id = 0;
     }
+    ka_server_metrics(a->srv)->adm_reservations_kept += kept;
     ka_server_metrics(a->srv)->adm_reservations_released += released;
     if (hs->outcome_due) {
         ka_ledger_claims_settle(&hs->claims, p);
@@ -615,7 +622,8 @@ static int on_response(void *user, const ka_inflight_entry_t *request, uint8_t *
         ka_log(KA_LOG_INFO, "admission response", KA_KS("api", ka_api_name(p->api_key)),
                KA_KI("correlation_id", request->correlation_id), KA_KI("items", p->count),
                KA_KI("rejected_locally", p->local_count), KA_KI("failed_at_broker", failed),
-               KA_KI("reservations_released", released), KA_KS("merged", merged ? "yes" : "no"));
+               KA_KI("reservations_released", released), KA_KI("reservations_kept", kept),
+               KA_KS("merged", merged ? "yes" : "no"));
     if (merged != NULL) {
         v->bytes = merged;
         v->len = mlen;

@@ -77,7 +77,8 @@ void ka_ledger_claims_settle(ka_ledger_claims_t *c, const ka_adm_pending_t *p)
 {
     for (size_t k = 0; k < c->n; k++) {
         ptrdiff_t i = c->item[k];
-        if (i >= 0 && (size_t)i < p->count && p->items[i].broker_error != 0)
+        if (i >= 0 && (size_t)i < p->count &&
+            ka_adm_error_created_nothing(p->api_key, p->items[i].broker_error))
             c->admitted[k] = 0; /* the response path released its reservation */
     }
 }

@@ -37,3 +37,6 @@ ka_unit_test(test_admission_topic_configs
   SOURCES ${KA_ADMISSION_TEST_DIR}/test_admission_topic_configs.c
   ${KA_ADMISSION_TEST_DIR}/adm_fixture.c LIBS ka_admission)
 target_include_directories(test_admission_topic_configs PRIVATE ${KA_ADMISSION_TEST_DIR})
+# Which broker answers end a reservation (invariant 12).
+ka_unit_test(test_admission_errors SOURCES ${KA_ADMISSION_TEST_DIR}/test_admission_errors.c
+  LIBS ka_admission)

@@ -55,7 +55,7 @@ static void test_phase_two_rejections_release_and_the_rest_name_their_reservatio
      * "lost" no longer fitted in phase 2. Ids are phase 2's scratch ones. */
     ka_adm_item_t items[] = {item("early-reject", -1, true, 0), item("kept", -1, false, 901),
                              item("lost", -1, true, 902)};
-    ka_adm_pending_t p = {.count = 3, .items = items, .local_count = 2};
+    ka_adm_pending_t p = {.api_key = 19, .count = 3, .items = items, .local_count = 2};
     ka_ledger_claims_bind(&c, &p, 1, mirror);
     assert_int_equal(items[0].reservation_id, 0);
     assert_int_equal(items[1].reservation_id, ids[0]);
@@ -64,7 +64,14 @@ static void test_phase_two_rejections_release_and_the_rest_name_their_reservatio
     assert_int_equal(c.admitted[1], 0);
     assert_int_equal(ka_reservations_count(mirror), 1);
     assert_true(ka_reservations_has_topic(mirror, (ka_slice_t){(const uint8_t *)"kept", 4}));
-    /* The broker fails "kept": the outcome says released. */
+    /* A timeout may still create (invariant 12): the outcome says admitted. */
+    items[1].broker_error = 7; /* REQUEST_TIMED_OUT */
+    ka_ledger_claims_settle(&c, &p);
+    assert_int_equal(c.admitted[0], 1);
+    items[1].broker_error = 41; /* NOT_CONTROLLER: a successor may commit the record */
+    ka_ledger_claims_settle(&c, &p);
+    assert_int_equal(c.admitted[0], 1);
+    /* The broker refuses "kept" as existing: nothing was created, the outcome says released. */
     items[1].broker_error = 36;
     ka_ledger_claims_settle(&c, &p);
     assert_int_equal(c.admitted[0], 0);
