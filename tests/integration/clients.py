@@ -412,6 +412,32 @@ def parse_alter_reassignments_v0(body: bytes) -> tuple[int, list[tuple[str, int,
     return top, out
 
 
+def delete_topics_v4(cid: int, names: list[str], timeout_ms: int = 30000) -> bytes:
+    return _flex_request(20, 4, cid, _carr([_cstr(n) for n in names])
+                         + _struct.pack(">i", timeout_ms) + NO_TAGS)
+
+
+def parse_delete_topics_v4(body: bytes) -> list[tuple[str, int]]:
+    r = FlexReader(body)
+    r.skip_tags()
+    r.take(">i")
+
+    def result():
+        out = (r.cstring(), r.take(">h"))
+        r.skip_tags()
+        return out
+
+    return r.carray(result)
+
+
+def raw_pipeline(port: int, frames: list[bytes], timeout: float = 60.0) -> list[bytes]:
+    """Every frame sent at once on one connection, then their responses in order."""
+    with _kw.Connection("127.0.0.1", port, timeout=timeout) as c:
+        for f in frames:
+            c.send(f)
+        return [c.recv()[1] for _ in frames]
+
+
 def raw_call(port: int, frame: bytes, timeout: float = 60.0) -> bytes:
     """One request on a fresh connection to 127.0.0.1:port; the response body (header
     included after the correlation id)."""
