@@ -165,6 +165,8 @@ static const ka_adm_api_desc_t *read_header(const uint8_t *frame, size_t len,
     return d;
 }
 
+static int rewrite_unjudged(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t *out);
+
 int ka_adm_decode(const ka_adm_ctx_t *ctx, const uint8_t *frame, size_t len, ka_adm_req_t **out,
                   ka_adm_outcome_t *early)
 {
@@ -211,6 +213,8 @@ int ka_adm_decode(const ka_adm_ctx_t *ctx, const uint8_t *frame, size_t len, ka_
     }
     if (rc == 0)
         rc = d->items(req, ctx);
+    if (rc == 0 && req->count == 0 && req->rewrite_unjudged)
+        rc = rewrite_unjudged(req, ctx, early);
     if (rc < 0 || req->count == 0) {
         ka_adm_req_free(req);
         return rc < 0 ? KA_ENOMEM : 0;
@@ -483,6 +487,14 @@ static int version_pending(const ka_adm_req_t *req, const ka_adm_outcome_t *out,
     return 0;
 }
 
+/* A request with nothing to judge that goes on rewritten (ka_adm_req.rewrite_unjudged). */
+static int rewrite_unjudged(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t *out)
+{
+    int rc = rewrite(req, ctx, out);
+
+    return rc < 0 ? rc : version_pending(req, out, &out->pending);
+}
+
 /* A rejected item of a whole-request API changes the whole request (no
  * auto-creation; no heartbeat), so nothing it admitted will be created: the
  * admitted items give their replicas back. */
@@ -512,8 +524,8 @@ static int finish(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t *
 
     tally(out, req->verdicts, req->count);
     if (d->whole_request) {
-        if (out->rejected == 0)
-            return 0;
+        if (out->rejected == 0) /* the broker's answer still settles what was reserved */
+            return any_reservation(req) ? pending_build(req, &out->pending) : 0;
         out->decision = KA_ADM_D_REJECT;
         release_admitted(req, ctx);
         if (d->subset == NULL)

@@ -386,10 +386,14 @@ static int md_items(ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
         if (!absent && ka_cluster_find_topic(ctx->view, name) == NULL)
             absent = true;
     }
-    if (!absent || n == 0)
-        return 0;
     if (ctx->view != NULL && !ka_cluster_broker_defaults(ctx->view)->auto_create_topics_enable)
         return 0;
+    if (!absent || n == 0) {
+        /* Every topic is listed: the flag can only re-create one deleted a moment ago, which
+         * the view cannot show yet. Cleared, it changes nothing for topics that exist. */
+        req->rewrite_unjudged = n > 0;
+        return 0;
+    }
     if (ka_adm_items_begin(req, n, sizeof(*in)) < 0)
         return KA_ENOMEM;
     in = req->inputs;

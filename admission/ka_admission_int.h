@@ -50,6 +50,10 @@ struct ka_adm_req {
     uint8_t (*topic_ids)[16];
     bool judged;
     bool wants_view;
+    /* No item to judge, yet the request goes on rewritten by the descriptor's subset:
+     * Metadata naming only topics the view lists clears allow_auto_topic_creation, since a
+     * listed topic may have been deleted a moment ago and would be created again unjudged. */
+    bool rewrite_unjudged;
 };
 
 /* The top-level fields of a response that has them (AlterPartitionReassignments). */

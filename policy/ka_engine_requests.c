@@ -658,9 +658,10 @@ int ka_engine_alter_reassignments(const ka_decision_context_t *ctx,
 }
 
 /* A topic the broker creates and places itself (auto-creation, a streams
- * group's internal topics): judged against the bound. */
+ * group's internal topics): judged against the bound. known: the view lists it, or its
+ * creation is in flight, when the call began. */
 static int broker_create(struct ka_work *w, ka_slice_t name, int32_t partitions,
-                         int32_t replication, bool defaults, ka_verdict_t *v)
+                         int32_t replication, bool defaults, bool known, ka_verdict_t *v)
 {
     ka_plan_t plan = {.kind = KA_RESERVATION_PARTITIONS, .topic = name, .advice = ADVICE_CREATE};
     ka_rules_item_t item = {.api = KA_RULES_BROKER_CREATE,
@@ -673,18 +674,32 @@ static int broker_create(struct ka_work *w, ka_slice_t name, int32_t partitions,
     int rc;
 
     v->kind = KA_VERDICT_ADMIT;
-    /* Nothing will be created: a bad name, an existing topic, a creation
-     * already admitted (clients repeat Metadata requests while they wait),
-     * or counts the broker cannot satisfy. */
-    if (!ka_topic_name_valid(name) || ka_cluster_find_topic(w->ctx->view, name) != NULL ||
-        ka_reservations_has_topic(w->ctx->ledger, name) || partitions <= 0 || replication <= 0 ||
+    /* Nothing will be created: a bad name, or counts the broker cannot satisfy. */
+    if (!ka_topic_name_valid(name) || partitions <= 0 || replication <= 0 ||
         (size_t)replication > w->broker_count || w->unfenced_count == 0)
         return 0;
+    /* A topic the view lists, or whose creation is in flight (clients repeat Metadata while
+     * they wait), is created only if it was deleted a moment ago. A view taken after the
+     * request that still lists it settles that. Before one, it is counted within the call,
+     * never reserved, and when it does not fit the request waits for such a view. */
+    if (known && w->ctx->view_follows_request)
+        return 0;
+    plan.validate_only = known;
     if ((rc = ka_work_judge_rules(w, &item, v)) != 0)
         return rc < 0 ? rc : 0;
     plan.partition_count = plan.new_partitions = partitions;
     /* The broker places these topics itself: always the bound. */
-    return ka_work_decide_auto(w, v, &plan, partitions, replication, false);
+    rc = ka_work_decide_auto(w, v, &plan, partitions, replication, false);
+    if (rc < 0 || !known || v->kind != KA_VERDICT_REJECT)
+        return rc;
+    ka_verdict_release(v);
+    memset(v, 0, sizeof(*v));
+    rc = ka_work_unknown(w, v, KA_REASON_UNKNOWN_TOPIC, ka_policy_reject_error_code(w->ctx->policy),
+                         "Cannot decide on auto-creating topic %.*s: kadmit's cluster view lists "
+                         "it, yet it may have been deleted a moment ago, and created again it "
+                         "would not fit. Retry shortly.",
+                         name.len > 0 ? (int)name.len : 0, (const char *)name.ptr);
+    return rc < 0 ? rc : 0;
 }
 
 /* Auto-creation names topics (broker defaults); other callers give counts. */
@@ -698,19 +713,32 @@ static int broker_creates(const ka_decision_context_t *ctx, const ka_slice_t *na
 
     if (begin(&w, ctx, verdicts, NULL, count, &dup) < 0)
         return KA_ENOMEM;
-    for (size_t i = 0; i < count && rc == 0; i++) {
+    /* New topics first, then those the view lists or has in flight (before this call), which
+     * only count if they were deleted a moment ago: that doubt never takes the headroom of a
+     * real creation. dup (one flag per item) holds which are known. */
+    for (size_t i = 0; i < count; i++) {
+        ka_slice_t name = names != NULL ? names[i] : topics[i].name;
+
+        dup[i] = (ctx->view != NULL && ka_cluster_find_topic(ctx->view, name) != NULL) ||
+                 ka_reservations_has_topic(ctx->ledger, name);
+    }
+    for (size_t k = 0; k < 2 * count && rc == 0; k++) {
+        size_t i = k % count;
+        ka_slice_t name = names != NULL ? names[i] : topics[i].name;
         const ka_broker_defaults_t *d = ctx->view ? ka_cluster_broker_defaults(ctx->view) : NULL;
         int32_t np = topics != NULL ? topics[i].num_partitions : -1;
         int32_t rf = topics != NULL ? topics[i].replication_factor : -1;
 
+        if (dup[i] != (k >= count))
+            continue;
         if (!allowed)
             verdicts[i].kind = KA_VERDICT_ADMIT;
         else if (w.stale)
             rc = ka_work_stale(&w, &verdicts[i]);
         else
-            rc = broker_create(
-                &w, names != NULL ? names[i] : topics[i].name, np > 0 ? np : d->num_partitions,
-                rf > 0 ? rf : d->default_replication_factor, np <= 0 && rf <= 0, &verdicts[i]);
+            rc = broker_create(&w, name, np > 0 ? np : d->num_partitions,
+                               rf > 0 ? rf : d->default_replication_factor, np <= 0 && rf <= 0,
+                               dup[i], &verdicts[i]);
     }
     return finish(&w, verdicts, count, dup, NULL, rc);
 }

@@ -460,12 +460,21 @@ static void test_metadata_auto_create_denied_clears_flag(void **state)
         ka_adm_outcome_release(&o);
         free(frame);
 
-        /* Existing topics only: nothing decided, forwarded untouched. */
+        /* Existing topics only: nothing decided, but the flag is cleared, since a listed
+         * topic deleted a moment ago would otherwise be created again unjudged. */
         req.topics.count = 1;
         frame = fx_request_frame(3, ver, 12, &req, &len);
         assert_int_equal(ka_adm_request(&f->ctx, frame, len, &o), 0);
-        assert_int_equal(o.action, KA_ADM_FORWARD);
+        assert_int_equal(o.action, KA_ADM_REWRITE);
         assert_false(o.decided);
+        assert_false(o.auto_create_denied);
+        ka_arena_init(&arena, 1 << 20);
+        fx_decode_request(o.bytes, o.len, &arena, &rv, &fwd);
+        assert_int_equal(rv, ver);
+        assert_int_equal(fwd.allow_auto_topic_creation, 0);
+        assert_int_equal(fwd.topics.count, 1);
+        ka_arena_destroy(&arena);
+        ka_adm_outcome_release(&o);
         free(frame);
         fx_free(f);
     }
