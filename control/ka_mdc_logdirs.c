@@ -5,6 +5,7 @@
 #include "ka_mdc_logdirs.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ka_arena.h"
@@ -25,6 +26,40 @@ static int view_has(const ka_cluster_t *view, ka_slice_t topic, int32_t partitio
     return ka_cluster_topic_replicas(t, partition, &count) != NULL && count > 0;
 }
 
+/* FNV-1a: the same name hashes the same in every check. */
+static uint64_t name_hash(ka_slice_t name)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+
+    for (int32_t i = 0; i < name.len; i++)
+        h = (h ^ name.ptr[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Remembers a missing topic once; a topic's partitions come together, so the last one
+ * added is checked first. */
+static void note_missing_topic(ka_logdirs_check_t *out, ka_slice_t name)
+{
+    uint64_t h = name_hash(name);
+
+    if (out->missing_topic_count > 0 && out->missing_topics[out->missing_topic_count - 1] == h)
+        return;
+    for (size_t i = 0; i < out->missing_topic_count; i++)
+        if (out->missing_topics[i] == h)
+            return;
+    if (out->missing_topic_count == KA_LOGDIRS_TOPICS_TRACKED)
+        out->missing_topics_overflow = 1;
+    else
+        out->missing_topics[out->missing_topic_count++] = h;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
 static void compare_dir(const ka_cluster_t *view,
                         const struct ka_describelogdirs_response_describe_log_dirs_result *dir,
                         ka_logdirs_check_t *out)
@@ -41,6 +76,7 @@ static void compare_dir(const ka_cluster_t *view,
             if (out->missing++ == 0)
                 snprintf(out->first_missing, sizeof(out->first_missing), "%.*s", (int)t->name.len,
                          (const char *)t->name.ptr);
+            note_missing_topic(out, t->name);
         }
     }
 }
@@ -69,6 +105,7 @@ void ka_logdirs_compare(const ka_cluster_t *view, ka_reader_t r, int16_t version
         if (resp.results.items[i].error_code == 0)
             compare_dir(view, &resp.results.items[i], out);
     out->result = out->missing > 0 ? KA_LOGDIRS_MISSING : KA_LOGDIRS_COMPLETE;
+    qsort(out->missing_topics, out->missing_topic_count, sizeof(out->missing_topics[0]), cmp_u64);
 done:
     ka_arena_destroy(&arena);
 }
@@ -97,6 +134,26 @@ void ka_logdirs_partial_reason(const ka_logdirs_check_t *check, const char *prin
                  (long long)check->missing, check->first_missing, who, who);
 }
 
+/* Some topic was missing in the last check and is again, or either check lost count. */
+static int missing_again(const ka_logdirs_state_t *st, const ka_logdirs_check_t *check)
+{
+    size_t i = 0, j = 0;
+
+    if (!st->missing_before)
+        return 0;
+    if (st->missing_topics_overflow || check->missing_topics_overflow)
+        return 1;
+    while (i < st->missing_topic_count && j < check->missing_topic_count) {
+        if (st->missing_topics[i] == check->missing_topics[j])
+            return 1;
+        if (st->missing_topics[i] < check->missing_topics[j])
+            i++;
+        else
+            j++;
+    }
+    return 0;
+}
+
 void ka_logdirs_track(ka_logdirs_state_t *st, const ka_logdirs_check_t *check,
                       const char *principal, const char *upstream, struct ka_metrics *metrics)
 {
@@ -109,10 +166,8 @@ void ka_logdirs_track(ka_logdirs_state_t *st, const ka_logdirs_check_t *check,
         break;
     case KA_LOGDIRS_MISSING:
         metrics->view_checks_missing++;
-        if (st->missing_before)
+        if (missing_again(st, check))
             ka_logdirs_partial_reason(check, principal, why, sizeof(why));
-        else if (was)
-            snprintf(why, sizeof(why), "%s", st->partial); /* still partial, it seems */
         break;
     case KA_LOGDIRS_UNAUTHORIZED:
         metrics->view_checks_unauthorized++;
@@ -125,6 +180,10 @@ void ka_logdirs_track(ka_logdirs_state_t *st, const ka_logdirs_check_t *check,
         return;
     }
     st->missing_before = check->result == KA_LOGDIRS_MISSING;
+    memcpy(st->missing_topics, check->missing_topics,
+           check->missing_topic_count * sizeof(check->missing_topics[0]));
+    st->missing_topic_count = check->missing_topic_count;
+    st->missing_topics_overflow = check->missing_topics_overflow;
     if (why[0] && strcmp(why, st->partial) != 0)
         ka_log(KA_LOG_WARN,
                "cluster view may be partial: admission requests are refused in enforce mode",

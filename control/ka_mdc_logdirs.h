@@ -28,12 +28,20 @@ typedef enum ka_logdirs_result {
     KA_LOGDIRS_FAILED,       /* the answer could not be decoded */
 } ka_logdirs_result_t;
 
+/* Distinct missing topics a check remembers (by a 64-bit hash of the name). */
+#define KA_LOGDIRS_TOPICS_TRACKED 256
+
 typedef struct ka_logdirs_check {
     ka_logdirs_result_t result;
     int64_t replicas;        /* current (not future) replicas the broker listed */
     int64_t missing;         /* of them, replicas of partitions the view lacks */
     char first_missing[250]; /* a topic the view lacks, NUL-terminated, for the message */
     char err[200];           /* FAILED: what the decoder said */
+    /* The topics the view lacks, hashed, so that a later check can tell a topic hidden from
+     * kadmit (missing every time) from one created between two answers (missing once). */
+    uint64_t missing_topics[KA_LOGDIRS_TOPICS_TRACKED];
+    size_t missing_topic_count;
+    int missing_topics_overflow; /* more distinct topics than tracked */
 } ka_logdirs_check_t;
 
 /*
@@ -56,12 +64,17 @@ void ka_logdirs_partial_reason(const ka_logdirs_check_t *check, const char *prin
 /*
  * What the checks so far say, kept by the metadata client across refreshes.
  * A topic created between the Metadata request and DescribeLogDirs shows as
- * missing once; the next refresh's Metadata has it. So replicas missing
- * mark the view partial only when two checks in a row find some; a refusal
- * marks it at once; a complete check clears it; a failed one changes nothing.
+ * missing once; the next refresh's Metadata has it. Under a burst of
+ * creates every check finds some such topic, each time another one. So
+ * replicas missing mark the view partial only when two checks in a row find
+ * the same topic missing (or more topics than they track); a refusal marks
+ * it at once; a complete check clears it; a failed one changes nothing.
  */
 typedef struct ka_logdirs_state {
-    int missing_before;                   /* the last check found replicas missing */
+    int missing_before;                                 /* the last check found replicas missing */
+    uint64_t missing_topics[KA_LOGDIRS_TOPICS_TRACKED]; /* the last check's, sorted */
+    size_t missing_topic_count;
+    int missing_topics_overflow;
     int64_t last_ms;                      /* when the last check was asked; 0: never */
     char partial[KA_CLUSTER_PARTIAL_MAX]; /* the reason in force, or "" */
 } ka_logdirs_state_t;
