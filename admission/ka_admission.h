@@ -198,6 +198,15 @@ void ka_adm_reject_all(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, enum ka_reaso
 int ka_adm_finish(ka_adm_req_t *req, const ka_adm_ctx_t *ctx, ka_adm_outcome_t *out);
 void ka_adm_req_free(ka_adm_req_t *req);
 
+/*
+ * kadmit's own topics (ka_admission_own.c): the ledger and limits topics as
+ * configured (--ledger-topic, --limits-topic; NULL or "": the default name
+ * alone). Their default names are always included. Call once at startup,
+ * before the first decision; decisions only read the names. Returns 0, or
+ * KA_EINVALID for a name longer than a Kafka topic name (nothing changes).
+ */
+int ka_adm_own_topics_setup(const char *ledger_topic, const char *limits_topic);
+
 /* ka_engine_view_needs_refresh, for callers that cannot include ka_engine.h. */
 bool ka_adm_view_needs_refresh(const ka_policy_t *policy, const ka_cluster_t *view, int64_t now_ms);
 
