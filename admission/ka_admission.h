@@ -123,7 +123,7 @@ typedef struct ka_adm_outcome {
     enum ka_adm_decision decision;
     enum ka_reason reason; /* of the first rejected (else audited) item */
     size_t items, admitted, rejected, audited, placed, deferred_to_broker;
-    size_t protected_refused; /* rejected because the topic is protected (deletes) */
+    size_t protected_refused; /* rejected: a protected topic, or one of kadmit's own */
     bool decided;             /* the engine was asked (counts a decision) */
     bool auto_create_denied;  /* Metadata forwarded with the flag cleared */
     bool decode_error;
