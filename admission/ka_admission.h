@@ -125,7 +125,7 @@ typedef struct ka_adm_outcome {
     enum ka_adm_decision decision;
     enum ka_reason reason; /* of the first rejected (else audited) item */
     size_t items, admitted, rejected, audited, placed, deferred_to_broker;
-    size_t protected_refused; /* rejected because the topic is protected (deletes) */
+    size_t protected_refused; /* rejected: a protected topic, or one of kadmit's own */
     bool decided;             /* the engine was asked (counts a decision) */
     bool auto_create_denied;  /* Metadata forwarded with the flag cleared */
     bool decode_error;
@@ -206,6 +206,15 @@ void ka_adm_req_free(ka_adm_req_t *req);
  * codes and missing answers are false: the reservation waits for a view or its expiry.
  */
 bool ka_adm_error_created_nothing(int16_t api_key, int16_t error);
+
+/*
+ * kadmit's own topics (ka_admission_own.c): the ledger and limits topics as
+ * configured (--ledger-topic, --limits-topic; NULL or "": the default name
+ * alone). Their default names are always included. Call once at startup,
+ * before the first decision; decisions only read the names. Returns 0, or
+ * KA_EINVALID for a name longer than a Kafka topic name (nothing changes).
+ */
+int ka_adm_own_topics_setup(const char *ledger_topic, const char *limits_topic);
 
 /* ka_engine_view_needs_refresh, for callers that cannot include ka_engine.h. */
 bool ka_adm_view_needs_refresh(const ka_policy_t *policy, const ka_cluster_t *view, int64_t now_ms);

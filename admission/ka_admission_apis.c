@@ -247,9 +247,16 @@ static int cp_items(ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
     return 0;
 }
 
+static int cp_engine(const ka_decision_context_t *dctx, const void *inputs, size_t count,
+                     ka_verdict_t *verdicts)
+{
+    return ka_engine_create_partitions(dctx, inputs, count, verdicts);
+}
+
+/* A partition added to kadmit's ledger would break its one order: refused before the engine. */
 static int cp_judge(const ka_decision_context_t *dctx, ka_adm_req_t *req)
 {
-    return ka_engine_create_partitions(dctx, req->inputs, req->count, req->verdicts);
+    return ka_adm_own_judge(dctx, req, sizeof(ka_create_partitions_t), cp_engine);
 }
 
 /* kadmit's assignment for a placed topic: one row per added partition, in order. */

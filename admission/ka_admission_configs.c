@@ -83,6 +83,7 @@ void ka_cfg_pending_free(ka_cfg_pending_t *p)
         free(p->res[i].name);
         free(p->res[i].message);
         free(p->res[i].rule);
+        free(p->res[i].protect_message);
     }
     free(p->res);
     free(p);
@@ -454,8 +455,10 @@ static int plan_resource(const ka_cfg_ctx_t *ctx, const alter_api_t *api, const 
         return KA_ENOMEM;
     for (size_t j = 0; j < rv->count; j++)
         has_key |= ka_cfg_key_of(rv->configs[j].name) >= 0;
-    if (rv->type == KA_CFG_RESOURCE_TOPIC)
-        return ka_cfg_plan_topic(ctx, api->replaces_all, rv, res);
+    if (rv->type == KA_CFG_RESOURCE_TOPIC) {
+        rc = ka_cfg_protect_topic(ctx, api->api_key, api->replaces_all, rv, res);
+        return rc < 0 || res->local ? rc : ka_cfg_plan_topic(ctx, api->replaces_all, rv, res);
+    }
     if (rv->type != KA_CFG_RESOURCE_BROKER)
         return 0;
     res->broker_id = ka_cfg_broker_of(rv->name);
@@ -573,16 +576,24 @@ static int finish_alter(const ka_cfg_ctx_t *ctx, const alter_api_t *api,
         if (res->local && out->message[0] == '\0')
             snprintf(out->message, sizeof(out->message), "%s", res->message);
         if (res->type == KA_CFG_RESOURCE_TOPIC) {
+            size_t topic_len = res->name_len > 0 ? (size_t)res->name_len : 0;
+
             ka_cfg_count_topic(res, out);
+            if (res->protect != KA_CFG_PROTECT_NONE && ctx->on_topic_judged != NULL)
+                ctx->on_topic_judged(
+                    ctx->on_topic_judged_arg,
+                    &(ka_cfg_judged_t){res->name, topic_len, "protected.topics",
+                                       res->protect == KA_CFG_PROTECT_REJECT ? "reject" : "audit",
+                                       res->protect_message, "protected_topic"});
             if (res->rule != NULL && ctx->on_topic_judged != NULL)
                 ctx->on_topic_judged(
                     ctx->on_topic_judged_arg,
-                    &(ka_cfg_judged_t){res->name, res->name_len > 0 ? (size_t)res->name_len : 0,
-                                       res->rule,
+                    &(ka_cfg_judged_t){res->name, topic_len, res->rule,
                                        res->local     ? "reject"
                                        : res->audited ? "audit"
                                                       : "admit",
-                                       res->message});
+                                       res->message,
+                                       res->local || res->audited ? "rule_config" : NULL});
         } else {
             out->resources += res->ours || res->local;
             out->refused += res->local;

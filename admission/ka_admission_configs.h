@@ -70,7 +70,8 @@ typedef struct ka_cfg_judged {
     size_t topic_len;
     const char *rule;
     const char *verdict; /* "admit", "reject", "audit" (forwarded, flagged) */
-    const char *message; /* the broken bound, or NULL */
+    const char *message; /* the broken bound or the protection's sentence, or NULL */
+    const char *reason;  /* "rule_config" or "protected_topic" when not admitted; else NULL */
 } ka_cfg_judged_t;
 
 typedef struct ka_cfg_ctx {
@@ -89,8 +90,8 @@ typedef struct ka_cfg_ctx {
     const ka_cluster_t *view;
     /* Who sent the request ("User:name"), or NULL: the policy's principal.unknown. */
     const char *principal;
-    /* Called for each TOPIC resource a topic rule judged, in request order, for its audit event;
-     * NULL: nobody listens. Everything is borrowed for the call. */
+    /* Called for each TOPIC resource a topic rule or protection judged, in request order, for
+     * its audit event; NULL: nobody listens. Everything is borrowed for the call. */
     void (*on_topic_judged)(void *arg, const struct ka_cfg_judged *topic);
     void *on_topic_judged_arg;
 } ka_cfg_ctx_t;
@@ -114,6 +115,11 @@ typedef struct ka_cfg_outcome {
     size_t topics_judged, topics_refused, topics_audited;
     char rule[128];                         /* the rule of the first topic judged */
     char topic_message[KA_ADM_MESSAGE_MAX]; /* the first broken bound, refused or audited */
+    /* TOPIC resources protection refused (kadmit's own, or a destructive change to a protected
+     * topic; answered POLICY_VIOLATION, not forwarded) and flagged (audit mode; forwarded),
+     * and the first such sentence. */
+    size_t protected_refused, protected_audited;
+    char protect_message[KA_ADM_MESSAGE_MAX];
 } ka_cfg_outcome_t;
 
 void ka_cfg_outcome_release(ka_cfg_outcome_t *out);

@@ -8,6 +8,13 @@
 #include "ka_admission_configs.h"
 #include "ka_admission_int.h"
 
+/* What protection decided for a TOPIC resource of an alter request. */
+enum ka_cfg_protect {
+    KA_CFG_PROTECT_NONE = 0, /* not protected, harmless, or an exempt principal */
+    KA_CFG_PROTECT_REJECT,   /* refused: the resource is local, its message says why */
+    KA_CFG_PROTECT_AUDIT     /* audit mode: forwarded, flagged */
+};
+
 /* One resource of the request, kept to the response. */
 typedef struct ka_cfg_resource {
     int8_t type;
@@ -28,6 +35,11 @@ typedef struct ka_cfg_resource {
      * audited: an audit rule found a bound broken, and the resource went on. */
     char *rule;
     bool audited;
+    /* Alter, TOPIC resources: what protection decided (ka_admission_config_protect.c), for
+     * kadmit's own topics (any change) and protected topics (changes that can destroy data);
+     * protect_message is its sentence (a copy), NULL when protection did not apply. */
+    enum ka_cfg_protect protect;
+    char *protect_message;
 } ka_cfg_resource_t;
 
 /* IncrementalAlterConfigs' config_operation values (AlterConfigs' are all SET). */
@@ -85,6 +97,15 @@ static inline void *ka_cfg_scratch(ka_arena_t *arena, size_t n, size_t size)
  */
 int ka_cfg_plan_topic(const ka_cfg_ctx_t *ctx, bool replaces_all, const cfg_res_view_t *rv,
                       ka_cfg_resource_t *res);
+/*
+ * A TOPIC resource of an alter request judged for protection
+ * (ka_admission_config_protect.c), before its topic rule: any change to
+ * kadmit's own topics is refused; a change that can destroy data of a
+ * protected topic is refused, or flagged in audit mode. A refused resource
+ * is local and its topic rule is not judged. Returns 0 or KA_ENOMEM.
+ */
+int ka_cfg_protect_topic(const ka_cfg_ctx_t *ctx, int16_t api_key, bool replaces_all,
+                         const cfg_res_view_t *rv, ka_cfg_resource_t *res);
 /* Adds a planned TOPIC resource to the outcome's topic tallies. */
 void ka_cfg_count_topic(const ka_cfg_resource_t *res, ka_cfg_outcome_t *out);
 

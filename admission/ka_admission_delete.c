@@ -5,7 +5,8 @@
  *
  * A delete takes no capacity, so nothing here asks the engine or reserves:
  * each item is judged against "protected.topics" (ka_policy_rules.h) and
- * the topics kadmit always protects, Kafka's internal topics and its own.
+ * the topics kadmit always protects, Kafka's internal topics and its own
+ * under their configured names (ka_admission_own.c).
  * A protected item is answered locally with POLICY_VIOLATION and a
  * sentence saying what to change; the rest goes on to the broker and the
  * answers are merged in request order by the shared path.
@@ -27,7 +28,6 @@
 
 #include "ka_audit.h"
 #include "ka_metrics.h"
-#include "ka_own_topics.h"
 #include "ka_policy_rules.h"
 
 /* Kafka's internal topics: a delete of one breaks consumer groups,
@@ -35,24 +35,18 @@
 static const char *const kafka_internal[] = {"__consumer_offsets", "__transaction_state",
                                              "__share_group_state", "__cluster_metadata"};
 
-/* kadmit's own topics, by their default names (ka_own_topics.h). */
-static const char *const kadmit_own[] = {KA_OWN_TOPIC_LEDGER, KA_OWN_TOPIC_LIMITS};
-
 static bool slice_is(ka_slice_t s, const char *text)
 {
     return s.len >= 0 && (size_t)s.len == strlen(text) && memcmp(s.ptr, text, (size_t)s.len) == 0;
 }
 
-/* Whose topic this is when no policy and no exemption may unprotect it, or NULL. */
-static const char *always_protected(ka_slice_t name)
+/* True for Kafka's internal topics, which no policy and no exemption may unprotect. */
+static bool kafka_internal_topic(ka_slice_t name)
 {
     for (size_t i = 0; i < sizeof(kafka_internal) / sizeof(kafka_internal[0]); i++)
         if (slice_is(name, kafka_internal[i]))
-            return "Kafka's internal topics";
-    for (size_t i = 0; i < sizeof(kadmit_own) / sizeof(kadmit_own[0]); i++)
-        if (slice_is(name, kadmit_own[i]))
-            return "kadmit's own topics";
-    return NULL;
+            return true;
+    return false;
 }
 
 static bool id_is_zero(const uint8_t id[16])
@@ -177,19 +171,23 @@ static bool principal_exempt(const ka_decision_context_t *dctx)
 }
 
 /* One item named by topic name: refused when protected, unless the policy
- * audits or the principal is exempt (never for the topics always protected). */
-static int judge_name(const ka_decision_context_t *dctx, ka_slice_t name, ka_verdict_t *v)
+ * audits or the principal is exempt (never for the topics always protected:
+ * kadmit's own, whatever their configured names, and Kafka's internal ones). */
+static int judge_name(const ka_decision_context_t *dctx, const char *api, ka_slice_t name,
+                      ka_verdict_t *v)
 {
-    const char *whose = always_protected(name);
+    enum ka_adm_own own = ka_adm_own_topic(name);
     const char *pattern;
     char msg[KA_MESSAGE_MAX];
     int n = name.len > 0 ? (int)name.len : 0;
 
-    if (whose != NULL) {
+    if (own != KA_ADM_OWN_NONE)
+        return ka_adm_own_verdict(own, name, api, v);
+    if (kafka_internal_topic(name)) {
         snprintf(msg, sizeof(msg),
-                 "topic '%.*s' is one of %s, which kadmit always protects; no policy setting or "
-                 "exemption lets it be deleted through kadmit",
-                 n, (const char *)name.ptr, whose);
+                 "topic '%.*s' is one of Kafka's internal topics, which kadmit always protects; "
+                 "no policy setting or exemption lets it be deleted through kadmit",
+                 n, (const char *)name.ptr);
         return verdict_set(v, KA_VERDICT_REJECT, KA_REASON_PROTECTED_TOPIC,
                            KA_KAFKA_ERR_POLICY_VIOLATION, "protected.topics", msg);
     }
@@ -239,8 +237,9 @@ int ka_adm_protect_judge(const ka_decision_context_t *dctx, ka_adm_req_t *req)
     for (size_t i = 0; i < req->count; i++) {
         ka_verdict_t *v = &req->verdicts[i];
         bool by_id = req->topic_ids != NULL && !id_is_zero(req->topic_ids[i]);
-        int rc = by_id && req->names[i].len < 0 ? judge_unknown_id(req->topic_ids[i], v)
-                                                : judge_name(dctx, req->names[i], v);
+        int rc = by_id && req->names[i].len < 0
+                     ? judge_unknown_id(req->topic_ids[i], v)
+                     : judge_name(dctx, ka_adm_api_name(req->desc->api), req->names[i], v);
 
         if (rc < 0)
             return rc;

@@ -145,6 +145,22 @@ int ka_adm_dr_merge(const ka_adm_api_desc_t *d, ka_adm_pending_t *p, void *resp,
 int ka_adm_protect_judge(const ka_decision_context_t *dctx, ka_adm_req_t *req);
 void ka_adm_protect_audit(const ka_adm_req_t *req, const ka_adm_ctx_t *ctx);
 
+/* kadmit's own topics (ka_admission_own.c): which one a name is. */
+enum ka_adm_own { KA_ADM_OWN_NONE = 0, KA_ADM_OWN_LEDGER, KA_ADM_OWN_LIMITS };
+enum ka_adm_own ka_adm_own_topic(ka_slice_t name);
+/* Why `api` (its Kafka name) may not change own topic `name`, for the client. */
+void ka_adm_own_message(enum ka_adm_own which, ka_slice_t name, const char *api, char *msg,
+                        size_t cap);
+/* The refusal of an item naming own topic `name`: POLICY_VIOLATION with that sentence. */
+int ka_adm_own_verdict(enum ka_adm_own which, ka_slice_t name, const char *api, ka_verdict_t *v);
+/* An engine call over `count` inputs of one API (typed by its wrapper). */
+typedef int (*ka_adm_engine_fn)(const ka_decision_context_t *dctx, const void *inputs, size_t count,
+                                ka_verdict_t *verdicts);
+/* Refuses the items naming kadmit's own topics and lets `engine` judge the rest, in request
+ * order, on a copy of their inputs (input_size bytes each). Returns 0 or KA_ENOMEM. */
+int ka_adm_own_judge(const ka_decision_context_t *dctx, ka_adm_req_t *req, size_t input_size,
+                     ka_adm_engine_fn engine);
+
 /* The generic per-topic answer and merge (ka_admission_merge.c). */
 int ka_adm_answer_topics(const ka_adm_api_desc_t *d, const ka_adm_pending_t *p,
                          const ka_adm_top_t *top, void *resp, ka_arena_t *arena);

@@ -110,6 +110,13 @@ int ka_cfg_plan_topic(const ka_cfg_ctx_t *ctx, bool replaces_all, const cfg_res_
 
 void ka_cfg_count_topic(const ka_cfg_resource_t *res, ka_cfg_outcome_t *out)
 {
+    if (res->protect != KA_CFG_PROTECT_NONE) {
+        out->protected_refused += res->protect == KA_CFG_PROTECT_REJECT;
+        out->protected_audited += res->protect == KA_CFG_PROTECT_AUDIT;
+        if (out->protect_message[0] == '\0')
+            snprintf(out->protect_message, sizeof(out->protect_message), "%s",
+                     res->protect_message);
+    }
     if (res->rule == NULL)
         return;
     if (out->topics_judged++ == 0)

@@ -118,6 +118,10 @@ static const metric_row_t rows[] = {
          "counter", "Deletes of protected topics refused, one per topic."),
     LROW("protected_refused_total", "api=\"DeleteRecords\"", protected_refused_delete_records,
          "counter", NULL),
+    LROW("protected_refused_total", "api=\"AlterConfigs\"", protected_refused_alter_configs,
+         "counter", NULL),
+    LROW("protected_refused_total", "api=\"IncrementalAlterConfigs\"",
+         protected_refused_incremental_alter_configs, "counter", NULL),
     /* The cluster-wide ledger. */
     ROW("ledger_appends_total", ledger_appends, "counter",
         "Records appended to the ledger (intents and outcomes)."),

@@ -106,6 +106,9 @@ typedef struct ka_metrics {
     uint64_t adm_reservations_kept;     /* kept after an error that may still create (a timeout) */
     uint64_t protected_refused_delete_topics;  /* DeleteTopics items refused: protected topic */
     uint64_t protected_refused_delete_records; /* DeleteRecords topics refused: protected topic */
+    /* Topic config changes refused: kadmit's own topic, or destroying a protected one's data. */
+    uint64_t protected_refused_alter_configs;
+    uint64_t protected_refused_incremental_alter_configs;
     /* The cluster-wide ledger (only with --ledger on). */
     uint64_t ledger_appends;            /* records appended (intents and outcomes) */
     uint64_t ledger_round_trip_ms_sum;  /* from appending an intent to reading it back */

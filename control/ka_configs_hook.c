@@ -130,7 +130,28 @@ static void log_topics(const ka_frame_header_t *hdr, const ka_cfg_outcome_t *o)
            KA_KS("message", o->topic_message[0] ? o->topic_message : NULL));
 }
 
-/* One audit event per topic a rule's config bounds judged (ka_cfg_ctx_t.on_topic_judged). */
+/* Topic configs judged for protection: kadmit's own topics, destructive keys of protected ones. */
+static void log_protected(ka_configs_t *c, const ka_frame_header_t *hdr, const ka_cfg_outcome_t *o)
+{
+    ka_metrics_t *m = ka_server_metrics(c->srv);
+
+    if (hdr->api_key == KA_ALTERCONFIGS_REQUEST_API_KEY)
+        m->protected_refused_alter_configs += o->protected_refused;
+    else
+        m->protected_refused_incremental_alter_configs += o->protected_refused;
+    ka_log(KA_LOG_WARN,
+           o->protected_refused > 0 ? "config change of a protected topic refused"
+                                    : "audit: config change of a protected topic would be refused, "
+                                      "forwarded",
+           KA_KS("api", ka_api_name(hdr->api_key)), KA_KI("correlation_id", hdr->correlation_id),
+           KA_KS("principal", hdr->origin ? hdr->origin->principal : NULL),
+           KA_KI("refused", o->protected_refused), KA_KI("audited", o->protected_audited),
+           KA_KS("validate_only", o->validate_only ? "yes" : "no"),
+           KA_KS("message", o->protect_message));
+}
+
+/* One audit event per topic a rule's config bounds or protection judged
+ * (ka_cfg_ctx_t.on_topic_judged). */
 static void audit_topic_cb(void *arg, const ka_cfg_judged_t *t)
 {
     const ka_frame_header_t *hdr = arg;
@@ -144,7 +165,7 @@ static void audit_topic_cb(void *arg, const ka_cfg_judged_t *t)
                           .resource_len = t->topic_len,
                           .rule = t->rule,
                           .verdict = t->verdict,
-                          .reason = strcmp(t->verdict, "admit") != 0 ? "rule_config" : NULL,
+                          .reason = t->reason,
                           .message = t->message};
     ka_audit_emit(&e);
 }
@@ -192,6 +213,8 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
                KA_KI("correlation_id", hdr->correlation_id), KA_KI("resources", o.resources),
                KA_KI("refused", o.refused), KA_KS("validate_only", o.validate_only ? "yes" : "no"),
                KA_KS("message", o.message[0] ? o.message : NULL));
+    if (o.protected_refused + o.protected_audited > 0)
+        log_protected(c, hdr, &o);
     if (o.topics_judged > 0)
         log_topics(hdr, &o);
     if (o.action == KA_ADM_ANSWER || o.action == KA_ADM_REWRITE) {

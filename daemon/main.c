@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "ka_admin.h"
+#include "ka_admission.h"
 #include "ka_admission_hook.h"
 #include "ka_config.h"
 #include "ka_configs_hook.h"
@@ -429,6 +430,12 @@ int main(int argc, char **argv)
         ka_policy_unref(p);
         printf("kadmit: %s: policy is valid\n", cfg.check_policy);
         return 0;
+    }
+    /* kadmit's own topics, under the names this sidecar uses: no client may
+     * delete, trim, widen or reconfigure them through kadmit. */
+    if (ka_adm_own_topics_setup(cfg.ledger_topic, cfg.limits_topic) < 0) {
+        fprintf(stderr, "kadmit: --ledger-topic and --limits-topic must be Kafka topic names\n");
+        return 2;
     }
     /* A bad policy file (or state file) is a bad argument: one line naming
      * the file and the field, exit 2. */

@@ -5,8 +5,10 @@
  * The keys (docs/admission.md has each one):
  *   "topic.name.pattern"  a full-name regex every new topic must match;
  *   "protected.topics"    full-name regexes; DeleteTopics and DeleteRecords
- *                         of a matching topic are refused. Kafka's internal
- *                         topics and kadmit's own are always protected;
+ *                         of a matching topic are refused, and config
+ *                         changes that can destroy its data. Kafka's
+ *                         internal topics are always protected, kadmit's
+ *                         own cannot be changed at all (admission/);
  *   "topic.rules"         an ordered list; the first rule whose "match"
  *                         matches a topic's full name applies to it;
  *   "principals"          per principal ("User:alice"): the topics it may

@@ -26,7 +26,7 @@ enum ka_reason {
     KA_REASON_RULE_CONFIG,        /* a topic rule's bounds on topic configs */
     KA_REASON_RULE_BUDGET,        /* a topic rule's budget.partitions */
     KA_REASON_PRINCIPAL_BUDGET,   /* a principal's budget.partitions */
-    KA_REASON_PROTECTED_TOPIC,    /* a delete of a topic protected.topics (or kadmit) protects */
+    KA_REASON_PROTECTED_TOPIC,    /* a protected topic deleted, or kadmit's own widened */
     KA_REASON_PARTIAL_VIEW,       /* the view may lack topics kadmit may not Describe */
     KA_REASON_COUNT
 };

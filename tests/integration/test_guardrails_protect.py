@@ -6,6 +6,12 @@ Deletes go through the sidecars with Kafka's own tools (kafka-topics, kafka-dele
 the Java AdminClient (tests/integration/java/DeleteClient.java, by name and by topic id) and
 confluent-kafka. Whether a topic still exists is asked of the brokers directly, never of kadmit.
 
+The sidecars keep their ledger and limits in topics of non-default names (--ledger-topic
+ops-kadmit-ledger, --limits-topic ops-kadmit-limits): deleting, trimming, widening or
+reconfiguring them through kadmit is refused, and so are config changes that would destroy a
+protected topic's data (kafka-configs --add-config retention.ms=1), while a harmless one goes
+on. Topic configs and partition counts are read from the brokers directly.
+
 POST /v1/what-if and `kadmit what-if` are asked of a sidecar and must change nothing: the same
 create is then admitted in full, and the sidecars' counts and reservations are as before.
 
@@ -39,6 +45,8 @@ POLICY = {"max.broker.partitions": 100000, "protected.topics": ["keep\\..*"],
           "metadata.refresh.interval.ms": 1000, "metadata.refresh.before.decision.ms": 500}
 MESSAGE = ("topic '{}' is protected by protected.topics pattern 'keep\\..*'; remove it from "
            "protected.topics to delete it")
+LEDGER, LIMITS = "ops-kadmit-ledger", "ops-kadmit-limits"
+OWN = "topic '{}' is kadmit's own {} topic; changing it through kadmit is refused ({})"
 
 
 def uniq(prefix: str) -> str:
@@ -79,6 +87,22 @@ class Env:
                 out[name] = verdict
         return out
 
+    def configs(self, topic: str, *args: str, direct: bool = False):
+        boot = self.c.direct_bootstrap if direct else self.c.bootstrap
+        return clients.run([clients.tool("kafka-configs"), "--bootstrap-server", boot,
+                            "--entity-type", "topics", "--entity-name", topic, *args],
+                           check=False, timeout=120)
+
+    def broker_configs(self, topic: str) -> str:
+        """The topic's dynamic configs as a broker describes them, bypassing kadmit."""
+        p = self.configs(topic, "--describe", direct=True)
+        assert p.returncode == 0, clients.text(p)
+        return clients.text(p)
+
+    def partitions(self, topic: str) -> int:
+        md = kafka_wire.metadata(HOST, self.c.node(1).direct_port, timeout=10, topics=[topic])
+        return len(md["topics"][0]["partitions"])
+
     def refused(self, api: str) -> int:
         """kadmit_protected_refused_total{api} summed over the sidecars."""
         total = 0
@@ -89,6 +113,11 @@ class Env:
                           re.M)
             total += int(m.group(1)) if m else 0
         return total
+
+
+def output(p) -> str:
+    """What a tool printed, stdout and stderr (kafka-configs reports errors on stderr)."""
+    return (p.stdout or b"").decode(errors="replace") + (p.stderr or b"").decode(errors="replace")
 
 
 def get_metrics(port: int) -> tuple[int, str]:
@@ -115,9 +144,16 @@ def env(request):
         e.props.write_text(f"bootstrap.servers={c.bootstrap}\n")
         policy = d / "policy.json"
         policy.write_text(json.dumps(POLICY))
-        e.sc.start(args=("--policy", str(policy)))  # refuses a sidecar port in use
+        # refuses a sidecar port in use
+        e.sc.start(args=("--policy", str(policy), "--ledger", "on", "--ledger-topic", LEDGER,
+                         "--limits-topic", LIMITS))
         for s in e.sc.items:
             wait_ready(s.node.admin_port, timeout=60)
+        for own in (LEDGER, LIMITS):  # the sidecars create them
+            deadline = time.monotonic() + 60
+            while not e.exists(own):
+                assert time.monotonic() < deadline, f"{own} was not created"
+                time.sleep(0.5)
         yield e
 
 
@@ -177,7 +213,7 @@ def test_kafka_delete_records_of_a_protected_topic_is_refused(env: Env):
 def test_consumer_offsets_delete_is_refused_with_no_policy_key(env: Env):
     # A group commit makes the broker create __consumer_offsets.
     clients.run([clients.KCAT, "-C", "-b", env.c.bootstrap, "-G", uniq("g"), "-o", "beginning",
-                 "-e", "__kadmit_ledger"], check=False, timeout=60)
+                 "-e", LEDGER], check=False, timeout=60)
     r = env.java_delete("names", "__consumer_offsets")
     assert r["__consumer_offsets"].startswith("ERROR PolicyViolationException: topic "
                                               "'__consumer_offsets' is one of Kafka's internal "
@@ -197,6 +233,92 @@ def test_confluent_kafka_delete_topics_is_refused_for_the_protected_topic(env: E
     assert "POLICY_VIOLATION" in str(e.value) or "protected" in str(e.value), e.value
     env.wait_gone(free)
     assert env.exists(keep)
+
+
+# --- destructive configs, kadmit's own topics -------------------------------------------------------
+
+def test_kafka_configs_retention_ms_1_on_a_protected_topic_is_refused_and_nothing_changes(env: Env):
+    keep = uniq("keep")
+    env.create(keep)
+    before = env.refused("IncrementalAlterConfigs")
+    p = env.configs(keep, "--alter", "--add-config", "retention.ms=1")
+    out = output(p)
+    assert p.returncode != 0, out
+    assert "PolicyViolationException" in out, out
+    assert (f"topic '{keep}' is protected by protected.topics pattern 'keep\\..*': setting "
+            "retention.ms through kadmit is refused, because it can delete the topic's "
+            "records") in out, out
+    assert "retention.ms=1 " not in env.broker_configs(keep)
+    assert env.refused("IncrementalAlterConfigs") == before + 1
+    # Deleting the key is refused as well: it would bring back the broker's default.
+    p = env.configs(keep, "--alter", "--delete-config", "cleanup.policy")
+    assert p.returncode != 0 and "deleting cleanup.policy" in output(p), output(p)
+
+
+def test_a_harmless_config_change_on_a_protected_topic_goes_through(env: Env):
+    keep = uniq("keep")
+    env.create(keep)
+    p = env.configs(keep, "--alter", "--add-config", "min.insync.replicas=2")
+    assert p.returncode == 0, output(p)
+    deadline = time.monotonic() + 20
+    while "min.insync.replicas=2 " not in (shown := env.broker_configs(keep)):
+        assert time.monotonic() < deadline, shown
+        time.sleep(0.5)
+
+
+def test_max_message_bytes_64_on_the_ledger_is_refused(env: Env):
+    p = env.configs(LEDGER, "--alter", "--add-config", "max.message.bytes=64")
+    out = output(p)
+    assert p.returncode != 0, out
+    assert "PolicyViolationException" in out, out
+    assert OWN.format(LEDGER, "ledger", "IncrementalAlterConfigs") in out, out
+    assert "max.message.bytes=64" not in env.broker_configs(LEDGER)
+    # A harmless key too: nothing about kadmit's own topics changes through kadmit.
+    p = env.configs(LIMITS, "--alter", "--add-config", "min.insync.replicas=1")
+    assert OWN.format(LIMITS, "limits", "IncrementalAlterConfigs") in output(p), output(p)
+
+
+def test_kafka_topics_delete_of_the_ledger_and_limits_topics_is_refused(env: Env):
+    for topic, which in ((LEDGER, "ledger"), (LIMITS, "limits")):
+        before = env.refused("DeleteTopics")
+        p = clients.topics(env.c.bootstrap, "--delete", "--topic", topic, check=False)
+        out = output(p)
+        assert OWN.format(topic, which, "DeleteTopics") in out, out
+        assert env.refused("DeleteTopics") == before + 1
+    # By topic id too (the Java AdminClient).
+    r = env.java_delete("ids", LEDGER)
+    assert r[LEDGER].startswith("ERROR PolicyViolationException: "
+                                + OWN.format(LEDGER, "ledger", "DeleteTopics")), r
+    time.sleep(1)
+    assert env.exists(LEDGER) and env.exists(LIMITS)
+
+
+def test_kafka_delete_records_of_the_ledger_is_refused(env: Env):
+    env.create(uniq("free"))  # an admission: the ledger holds intents
+    end = clients.end_offsets_total(env.c.direct_bootstrap, LEDGER)
+    assert end > 0
+    offsets = env.d / "ledger-offsets.json"
+    offsets.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": LEDGER, "partition": 0, "offset": -1}]}))
+    before = env.refused("DeleteRecords")
+    p = clients.run([clients.tool("kafka-delete-records"), "--bootstrap-server", env.c.bootstrap,
+                     "--offset-json-file", str(offsets)], check=False)
+    out = output(p)
+    assert "PolicyViolationException" in out, out
+    assert env.refused("DeleteRecords") == before + 1
+    # The ledger still starts at offset 0: no record was deleted.
+    q = clients.text(clients.run([clients.KCAT, "-Q", "-b", env.c.direct_bootstrap, "-t",
+                                  f"{LEDGER}:0:-2", "-J"], timeout=30))
+    assert int(json.loads(q)[LEDGER]["0"]["offset"]) == 0, q
+
+
+def test_kafka_topics_alter_partitions_of_the_ledger_is_refused(env: Env):
+    p = clients.topics(env.c.bootstrap, "--alter", "--topic", LEDGER, "--partitions", "2",
+                       check=False)
+    out = output(p)
+    assert p.returncode != 0, out
+    assert OWN.format(LEDGER, "ledger", "CreatePartitions") in out, out
+    assert env.partitions(LEDGER) == 1
 
 
 # --- what-if -------------------------------------------------------------------------------------

@@ -40,3 +40,14 @@ target_include_directories(test_admission_topic_configs PRIVATE ${KA_ADMISSION_T
 # Which broker answers end a reservation (invariant 12).
 ka_unit_test(test_admission_errors SOURCES ${KA_ADMISSION_TEST_DIR}/test_admission_errors.c
   LIBS ka_admission)
+
+# kadmit's own topics under configured names: deletes, trims, partitions and configs refused.
+ka_unit_test(test_admission_own_topics
+  SOURCES ${KA_ADMISSION_TEST_DIR}/test_admission_own_topics.c
+  ${KA_ADMISSION_TEST_DIR}/adm_fixture.c LIBS ka_admission)
+target_include_directories(test_admission_own_topics PRIVATE ${KA_ADMISSION_TEST_DIR})
+# Config changes that can destroy a protected topic's data, from real clients' frames.
+ka_unit_test(test_admission_config_protect
+  SOURCES ${KA_ADMISSION_TEST_DIR}/test_admission_config_protect.c
+  ${KA_ADMISSION_TEST_DIR}/adm_fixture.c LIBS ka_admission)
+target_include_directories(test_admission_config_protect PRIVATE ${KA_ADMISSION_TEST_DIR})
