@@ -36,3 +36,7 @@ ka_unit_test(test_control_configs_layer
 if(NOT KADMIT_FUZZ)
   include(${CMAKE_CURRENT_LIST_DIR}/../fuzz/control.cmake)
 endif()
+# Three simulated sidecars over one simulated cluster whose views lag: deletes, creates again
+# under the same names, fenced brokers; the real engine, ledger records and ledger state.
+ka_unit_test(test_control_ledger_sim
+  SOURCES ${KA_CONTROL_TEST_DIR}/test_ledger_sim.c LIBS ka_control_core)
