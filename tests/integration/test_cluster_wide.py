@@ -471,6 +471,7 @@ def test_create_partitions_right_after_create_is_judged(cw: CW):
 
 # --- 7. a restarted sidecar rebuilds its state from the ledger ------------------------------------
 
+@pytest.mark.release_only  # 1,000 creates: the release binary shows the race as well as ASan
 def test_a_burst_of_creates_is_never_refused_as_a_partial_view(cw: CW):
     """1,000 sequential creates rotating over the three sidecars, no limit in reach: none is
     refused. Topics created between a refresh's Metadata and its DescribeLogDirs once made the
