@@ -353,6 +353,22 @@ def test_garbage_sasl_after_a_login_leaves_the_principal(env):
     assert env.metric_sum(ignored) == before + 4
 
 
+def test_create_topics_before_the_sasl_login_is_never_judged_as_a_principal(env):
+    """A raw client sends CreateTopics on the SASL listener before any SaslHandshake: the broker
+    refuses it (IllegalSaslStateException) by closing the connection, and nothing is created.
+    kadmit judged it as the unknown principal, never as a user."""
+    import kafka_wire
+    topic = uniq("team-a.before-login")
+    with kafka_wire.Connection(HOST, env.c.nodes[0].sidecar_port, timeout=30) as conn:
+        with pytest.raises(ConnectionError):
+            conn.call(create_topics_v4(31, topic, 1, 2))
+    events = env.audit(topic)
+    assert events, "no audit event for " + topic
+    for e in events:
+        assert e["principal_known"] == 0 and e["principal"] == "User:ANONYMOUS", e
+    assert not env.exists(topic)
+
+
 def test_rule_counter_counts_the_audit_events(env):
     text = env.metrics()
     rows = [line for line in text.splitlines() if line.startswith("kadmit_rule_decisions_total{")]
