@@ -167,6 +167,7 @@ enum ka_sasl_exchange {
     KA_SASL_IDLE = 0, /* no exchange running: answers to SaslAuthenticate change nothing */
     KA_SASL_RUNNING,  /* the broker accepted a SaslHandshake; the tokens are under way */
     KA_SASL_FAILED,   /* the broker refused a token: it closes the connection */
+    KA_SASL_OPAQUE,   /* GSSAPI, OAUTHBEARER: the broker accepted a token; the end is not visible */
 };
 
 typedef struct ka_session_auth {

@@ -169,7 +169,8 @@ void ka_session_auth_response(ka_session_t *s, const ka_inflight_entry_t *e, con
 
     if (!(e->flags & KA_INFLIGHT_SASL_AUTH))
         return;
-    if (a->exchange != KA_SASL_RUNNING) {
+    if (a->exchange != KA_SASL_RUNNING &&
+        !(a->exchange == KA_SASL_OPAQUE && a->mech == KA_SASL_MECH_OTHER)) {
         /* After a login (ILLEGAL_SASL_STATE) or a failure: the broker's
          * principal is unchanged, and so is kadmit's. */
         s->server->metrics.sasl_auth_ignored++;
@@ -189,10 +190,11 @@ void ka_session_auth_response(ka_session_t *s, const ka_inflight_entry_t *e, con
         refused(s, m.error_code);
     } else if (a->mech == KA_SASL_MECH_OTHER) {
         /* GSSAPI, OAUTHBEARER: kadmit cannot tell which answer ends the
-         * exchange, nor whom it names; the broker accepted this token. */
+         * exchange, nor whom it names; the broker accepted this token, so
+         * the client may be in, as someone kadmit does not know. */
         a->candidate[0] = a->sasl[0] = '\0';
         a->sasl_done = 1;
-        a->exchange = KA_SASL_IDLE;
+        a->exchange = KA_SASL_OPAQUE;
     } else if (e->flags & KA_INFLIGHT_SASL_FINAL) {
         if (a->mech == KA_SASL_MECH_SCRAM && !scram_server_final(m.auth_bytes))
             refused(s, 0);
@@ -249,7 +251,7 @@ const char *ka_session_principal(const ka_session_t *s)
 int ka_session_authenticated(const ka_session_t *s)
 {
     const ka_session_auth_t *a = &s->auth;
-    if (a->exchange != KA_SASL_IDLE)
+    if (a->exchange == KA_SASL_RUNNING || a->exchange == KA_SASL_FAILED)
         return 0;
     return a->sasl_done || !sasl_listener(s->server->cfg);
 }
