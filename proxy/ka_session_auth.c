@@ -115,7 +115,8 @@ uint32_t ka_session_auth_flags(ka_session_t *s, int16_t api_key, int raw)
     if (!raw && api_key != KA_API_SASL_AUTHENTICATE)
         return 0;
     uint32_t flags = raw ? 0 : KA_INFLIGHT_SASL_AUTH | KA_INFLIGHT_BUFFER_RESPONSE;
-    a->steps++;
+    if (a->steps < 8) /* past any mechanism's last token: no need to count on */
+        a->steps++;
     if (a->steps == ka_sasl_mech_steps((enum ka_sasl_mech)a->mech))
         flags |= KA_INFLIGHT_SASL_FINAL;
     return flags;
