@@ -88,6 +88,7 @@ static const metric_row_t rows[] = {
     LROW("sasl_authentications_total", "result=\"accepted\"", sasl_principals, "counter",
          "Client SASL exchanges kadmit followed, by the broker's answer."),
     LROW("sasl_authentications_total", "result=\"refused\"", sasl_auth_failures, "counter", NULL),
+    LROW("sasl_authentications_total", "result=\"ignored\"", sasl_auth_ignored, "counter", NULL),
     ROW("sasl_v0_refused_total", sasl_v0_refused, "counter",
         "SaslHandshake v0 refused: a mechanism kadmit cannot follow, with a policy on."),
     ROW("frames_intercepted_total", frames_intercepted, "counter",

@@ -84,7 +84,8 @@ typedef struct ka_metrics {
     uint64_t sasl_raw_tokens;         /* raw SASL tokens after SaslHandshake v0 */
     uint64_t sasl_opaque_connections; /* connections passed through unframed */
     uint64_t sasl_principals;     /* SASL exchanges the broker accepted (principal known or not) */
-    uint64_t sasl_auth_failures;  /* SASL exchanges the broker refused: the principal is unknown */
+    uint64_t sasl_auth_failures;  /* SASL exchanges the broker refused: the principal stays */
+    uint64_t sasl_auth_ignored;   /* SaslAuthenticate answers outside an exchange (after a login) */
     uint64_t sasl_v0_refused;     /* SaslHandshake v0, unfollowed mechanism, policy on */
     uint64_t frames_intercepted;  /* frames buffered whole for a handler */
     uint64_t local_answers;       /* answers kadmit wrote itself */

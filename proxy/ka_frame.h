@@ -76,6 +76,10 @@ typedef struct ka_frame_origin {
     const char *peer;      /* the client's address, "127.0.0.1:53422" */
     const char *client_id; /* the request header's client id (a copy, maybe cut), or NULL */
     size_t client_id_len;
+    /* 0 when the broker surely refuses the request for want of authentication
+     * (a SASL listener before the login completed, a login under way or
+     * failed): ka_session_authenticated. */
+    int authenticated;
 } ka_frame_origin_t;
 
 typedef struct ka_frame_header {

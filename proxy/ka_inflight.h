@@ -30,6 +30,8 @@ enum ka_inflight_flag {
     KA_INFLIGHT_HOOK_STATE = 1 << 4,        /* answer holds a handler's per-request state */
     KA_INFLIGHT_SASL_AUTH = 1 << 5,  /* a SaslAuthenticate: its answer says if the client is in */
     KA_INFLIGHT_SASL_FINAL = 1 << 6, /* the last token of a PLAIN or SCRAM exchange */
+    KA_INFLIGHT_SASL_HANDSHAKE =
+        1 << 7, /* a SaslHandshake (any version): its answer starts an exchange */
 };
 
 typedef struct ka_inflight_entry {

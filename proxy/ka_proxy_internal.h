@@ -158,13 +158,24 @@ struct ka_leg {
 /*
  * Who the client is, as far as kadmit can know (ka_session_auth.c): the
  * SASL name the broker accepted, or the verified client certificate's
- * subject. A name read from a token stays a candidate until the broker's
- * answer says the authentication succeeded.
+ * subject. The request side (what the client sent) reads the candidate;
+ * only the response side (what the broker answered) changes the principal:
+ * a SASL exchange runs from the broker's acceptance of a SaslHandshake to
+ * its answer to the exchange's last token, and only a success commits.
  */
+enum ka_sasl_exchange {
+    KA_SASL_IDLE = 0, /* no exchange running: answers to SaslAuthenticate change nothing */
+    KA_SASL_RUNNING,  /* the broker accepted a SaslHandshake; the tokens are under way */
+    KA_SASL_FAILED,   /* the broker refused a token: it closes the connection */
+    KA_SASL_OPAQUE,   /* GSSAPI, OAUTHBEARER: the broker accepted a token; the end is not visible */
+};
+
 typedef struct ka_session_auth {
-    int mech;      /* enum ka_sasl_mech of the last SaslHandshake */
+    int mech;      /* enum ka_sasl_mech of the last SaslHandshake request */
     int steps;     /* client tokens sent since that handshake */
-    int sasl_seen; /* a SaslHandshake was sent: the TLS subject is not the principal */
+    int exchange;  /* enum ka_sasl_exchange, from the broker's answers */
+    int sasl_done; /* the broker accepted a SASL exchange: sasl is the principal */
+    int sasl_seen; /* the broker accepted a SaslHandshake: the TLS subject is not the principal */
     char candidate[KA_PRINCIPAL_MAX]; /* from the client's first token; "" when none */
     char sasl[KA_PRINCIPAL_MAX];      /* accepted by the broker; "" when unknown */
     char tls[KA_PRINCIPAL_MAX];       /* "User:" + the verified certificate's subject, or "" */
@@ -319,6 +330,8 @@ void ka_session_auth_token(ka_session_t *s, const uint8_t *frame, size_t len, in
 /* The in-flight flags of a SaslAuthenticate request or raw token (0 for
  * other requests); counts the exchange's steps. */
 uint32_t ka_session_auth_flags(ka_session_t *s, int16_t api_key, int raw);
+/* The broker answered a SaslHandshake (error_code -1: unreadable). */
+void ka_session_auth_handshake_answered(ka_session_t *s, int error_code);
 /* The broker's SaslAuthenticate response (whole, size prefix included). */
 void ka_session_auth_response(ka_session_t *s, const ka_inflight_entry_t *e, const uint8_t *frame,
                               size_t len);
@@ -328,6 +341,13 @@ void ka_session_auth_raw_answered(ka_session_t *s, const ka_inflight_entry_t *e)
 void ka_session_auth_tls(ka_session_t *s, const ka_transport_t *t);
 /* The connection's principal, or NULL when unknown. */
 const char *ka_session_principal(const ka_session_t *s);
+/*
+ * 1 unless the broker surely refuses this connection's requests: 0 while a
+ * SASL exchange the broker accepted is running or after it failed, and,
+ * behind a SASL listener (kadmit's own metadata connection logs in with
+ * SASL to the same --upstream), before the first SASL success.
+ */
+int ka_session_authenticated(const ka_session_t *s);
 /* The origin of a request about to be held (copies its client id). */
 const ka_frame_origin_t *ka_session_origin(ka_session_t *s, const ka_frame_header_t *h);
 

@@ -177,8 +177,9 @@ static uint32_t request_flags(ka_session_t *s, const ka_frame_header_t *h, int b
     uint32_t flags = 0;
     if (buffer_response || (ie && ie->buffer_response && ie->on_response))
         flags |= KA_INFLIGHT_BUFFER_RESPONSE;
-    if (h->api_key == KA_API_SASL_HANDSHAKE && h->api_version == 0)
-        flags |= KA_INFLIGHT_SASL_HANDSHAKE_V0;
+    if (h->api_key == KA_API_SASL_HANDSHAKE)
+        flags |=
+            KA_INFLIGHT_SASL_HANDSHAKE | (h->api_version == 0 ? KA_INFLIGHT_SASL_HANDSHAKE_V0 : 0);
     return flags | ka_session_auth_flags(s, h->api_key, 0);
 }
 
@@ -318,6 +319,8 @@ static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, s
                        KA_KI("got", h->correlation_id), KA_KI("api_key", head->api_key));
             if ((head->flags & KA_INFLIGHT_SASL_HANDSHAKE_V0) && h->has_error_code)
                 src->handshake_failed = h->error_code != 0;
+            if (head->flags & KA_INFLIGHT_SASL_HANDSHAKE)
+                ka_session_auth_handshake_answered(s, h->has_error_code ? h->error_code : -1);
             if (head->flags & KA_INFLIGHT_BUFFER_RESPONSE) {
                 if ((uint64_t)(uint32_t)h->size > s->server->cfg->max_frame_bytes) {
                     s->events->close(s, KA_LOG_WARN, "response too large to inspect", NULL);
@@ -646,7 +649,7 @@ static void response_mode(ka_leg_t *src)
     else
         ka_frame_set_mode(
             sp, KA_FRAME_RESPONSE,
-            head && (head->flags & KA_INFLIGHT_SASL_HANDSHAKE_V0) ? KA_FRAME_PEEK_ERROR_CODE : 0);
+            head && (head->flags & KA_INFLIGHT_SASL_HANDSHAKE) ? KA_FRAME_PEEK_ERROR_CODE : 0);
 }
 
 void ka_relay_process(ka_leg_t *src, ka_pbuf_t *pb, size_t off, size_t len)

@@ -35,11 +35,17 @@ int ka_sasl_mech_steps(enum ka_sasl_mech mech);
 
 /*
  * Writes "User:<name>" (NUL-terminated) into out from the client's first
- * token of mech. Returns 0, or KA_EINVALID when the token names no user
- * kadmit can vouch for: malformed, a name longer than KA_SASL_USER_MAX or
- * with a control byte, an authorization id other than the name (the broker
- * refuses those), a SCRAM delegation token (its owner is not in the token),
- * or a mechanism without a name; KA_EOVERFLOW when cap is too small.
+ * token of mech, read exactly as the broker reads it (ka_sasl_principal.c).
+ * Returns 0, or:
+ *  - KA_EINVALID: a token the broker refuses (malformed, an authorization
+ *    id other than the name, an empty PLAIN password);
+ *  - KA_EUNSUPPORTED: one the broker may accept, whose principal kadmit
+ *    cannot name: a SCRAM delegation token (the principal is the token's
+ *    owner), a name with a control byte, a PLAIN name that is not UTF-8,
+ *    a mechanism without a name (GSSAPI, OAUTHBEARER);
+ *  - KA_ELIMIT: a name longer than KA_SASL_USER_MAX;
+ *  - KA_EOVERFLOW: cap is too small.
+ * out is "" on any error.
  */
 int ka_sasl_token_principal(enum ka_sasl_mech mech, const uint8_t *token, size_t len, char *out,
                             size_t cap);

@@ -2,13 +2,23 @@
  * ka_session_auth.c: the principal of one connection (see
  * ka_proxy_internal.h's ka_session_auth_t and docs/tls-sasl.md).
  *
- * kadmit follows the SASL exchange it forwards. SaslHandshake names the
- * mechanism; for PLAIN and SCRAM the client's first token (inside
- * SaslAuthenticate, or raw after SaslHandshake v0) names the user, which
- * the relay holds whole so it can be read here. The name counts only once
- * the broker has answered the exchange's last token without an error; an
- * error answer leaves the connection unknown. A re-authentication
- * (KIP-368) runs the same steps and replaces the name when it succeeds.
+ * kadmit follows the SASL exchange it forwards, and the principal follows
+ * the broker's answers, never the client's requests alone:
+ *
+ * - a SaslHandshake request names the mechanism; the client's first token
+ *   (inside SaslAuthenticate, or raw after SaslHandshake v0) names the
+ *   user for PLAIN and SCRAM, held whole by the relay so it can be read
+ *   here: that name is only a candidate;
+ * - the broker's SaslHandshake answer with error 0 starts an exchange;
+ * - within it, the broker's answer to the last token with error 0 (and for
+ *   SCRAM its server-final message "v=...") commits the candidate; v0 raw
+ *   tokens: the broker answers the last one only when it accepted it;
+ * - any error answer ends the exchange as failed and leaves the principal
+ *   as it was: a failed re-authentication (KIP-368) does not change who the
+ *   broker thinks the client is, and the broker closes such a connection;
+ * - a SaslAuthenticate outside an exchange (after a login, with no new
+ *   SaslHandshake the broker accepted) is answered ILLEGAL_SASL_STATE by
+ *   the broker, which keeps the connection and its principal: so does kadmit.
  *
  * With TLS toward clients and a verified client certificate, the subject
  * is the principal, unless the client authenticates with SASL (SASL_SSL),
@@ -33,11 +43,18 @@ void ka_session_auth_handshake(ka_session_t *s, const ka_frame_header_t *h)
     size_t len = h->sasl_mechanism.len > 0 ? (size_t)h->sasl_mechanism.len : 0;
     a->mech = (int)ka_sasl_mech_of(h->sasl_mechanism.ptr, len);
     a->steps = 0;
-    a->sasl_seen = 1;
     a->candidate[0] = '\0';
-    /* A mechanism whose name kadmit cannot read: whoever authenticates now is unknown. */
-    if (a->mech == KA_SASL_MECH_OTHER)
-        a->sasl[0] = '\0';
+}
+
+void ka_session_auth_handshake_answered(ka_session_t *s, int error_code)
+{
+    ka_session_auth_t *a = &s->auth;
+    /* Refused (ILLEGAL_SASL_STATE after a login without re-authentication,
+     * an unsupported mechanism): no exchange starts, nothing changes. */
+    if (error_code != 0)
+        return;
+    a->exchange = KA_SASL_RUNNING;
+    a->sasl_seen = 1;
 }
 
 int ka_session_auth_wants_token(const ka_session_t *s, const ka_frame_header_t *h, int raw)
@@ -78,12 +95,16 @@ void ka_session_auth_token(ka_session_t *s, const uint8_t *frame, size_t len, in
         token = (ka_slice_t){frame + 4, (int32_t)(len - 4)};
     else if (!raw)
         token = request_token(frame, len, &arena);
-    if (token.len <= 0 ||
-        ka_sasl_token_principal((enum ka_sasl_mech)a->mech, token.ptr, (size_t)token.len,
-                                a->candidate, sizeof(a->candidate)) < 0) {
+    int rc = token.len <= 0
+                 ? KA_EINVALID
+                 : ka_sasl_token_principal((enum ka_sasl_mech)a->mech, token.ptr, (size_t)token.len,
+                                           a->candidate, sizeof(a->candidate));
+    if (rc < 0) {
         a->candidate[0] = '\0';
-        ka_log(KA_LOG_DEBUG, "SASL token names no user kadmit can follow", KA_KI("session", s->id),
-               KA_KS("peer", s->peer));
+        ka_log(KA_LOG_DEBUG,
+               rc == KA_EINVALID ? "SASL token malformed, the broker will refuse it"
+                                 : "SASL token names no user kadmit can follow",
+               KA_KI("session", s->id), KA_KS("peer", s->peer));
     }
     ka_arena_destroy(&arena);
 }
@@ -94,7 +115,8 @@ uint32_t ka_session_auth_flags(ka_session_t *s, int16_t api_key, int raw)
     if (!raw && api_key != KA_API_SASL_AUTHENTICATE)
         return 0;
     uint32_t flags = raw ? 0 : KA_INFLIGHT_SASL_AUTH | KA_INFLIGHT_BUFFER_RESPONSE;
-    a->steps++;
+    if (a->steps < 8) /* past any mechanism's last token: no need to count on */
+        a->steps++;
     if (a->steps == ka_sasl_mech_steps((enum ka_sasl_mech)a->mech))
         flags |= KA_INFLIGHT_SASL_FINAL;
     return flags;
@@ -104,25 +126,42 @@ uint32_t ka_session_auth_flags(ka_session_t *s, int16_t api_key, int raw)
 static void accepted(ka_session_t *s)
 {
     ka_session_auth_t *a = &s->auth;
+    if (a->sasl_done && strcmp(a->sasl, a->candidate) != 0)
+        /* Kafka refuses a re-authentication as someone else; a broker that did not. */
+        ka_log(KA_LOG_WARN, "client re-authenticated as another principal", KA_KI("session", s->id),
+               KA_KS("peer", s->peer), KA_KS("was", a->sasl[0] ? a->sasl : "(unknown)"),
+               KA_KS("principal", a->candidate[0] ? a->candidate : "(unknown)"));
     snprintf(a->sasl, sizeof(a->sasl), "%s", a->candidate);
     a->candidate[0] = '\0';
+    a->sasl_done = 1;
+    a->exchange = KA_SASL_IDLE;
     s->server->metrics.sasl_principals++;
     ka_log(KA_LOG_INFO, "client authenticated", KA_KI("session", s->id), KA_KS("peer", s->peer),
            KA_KS("principal", a->sasl[0] ? a->sasl : "(unknown)"));
 }
 
+/* The broker refused a token of the running exchange: the principal stays as it was. */
 static void refused(ka_session_t *s, int16_t error_code)
 {
     ka_session_auth_t *a = &s->auth;
-    a->sasl[0] = a->candidate[0] = '\0';
+    a->candidate[0] = '\0';
+    a->exchange = KA_SASL_FAILED;
     s->server->metrics.sasl_auth_failures++;
     ka_log(KA_LOG_INFO, "client authentication failed at the broker", KA_KI("session", s->id),
-           KA_KS("peer", s->peer), KA_KI("error_code", error_code));
+           KA_KS("peer", s->peer), KA_KI("error_code", error_code),
+           KA_KS("principal", a->sasl_done && a->sasl[0] ? a->sasl : "(unknown)"));
+}
+
+/* SCRAM's server-final message on success is "v=" + the server signature (RFC 5802). */
+static int scram_server_final(ka_slice_t b)
+{
+    return b.len >= 2 && b.ptr[0] == 'v' && b.ptr[1] == '=';
 }
 
 void ka_session_auth_response(ka_session_t *s, const ka_inflight_entry_t *e, const uint8_t *frame,
                               size_t len)
 {
+    ka_session_auth_t *a = &s->auth;
     struct ka_saslauthenticate_response m;
     struct ka_response_header rh;
     ka_arena_t arena;
@@ -131,6 +170,13 @@ void ka_session_auth_response(ka_session_t *s, const ka_inflight_entry_t *e, con
 
     if (!(e->flags & KA_INFLIGHT_SASL_AUTH))
         return;
+    if (a->exchange != KA_SASL_RUNNING &&
+        !(a->exchange == KA_SASL_OPAQUE && a->mech == KA_SASL_MECH_OTHER)) {
+        /* After a login (ILLEGAL_SASL_STATE) or a failure: the broker's
+         * principal is unchanged, and so is kadmit's. */
+        s->server->metrics.sasl_auth_ignored++;
+        return;
+    }
     ka_arena_init(&arena, AUTH_ARENA_CAP);
     if (len >= 4) {
         ka_reader_init(&r, frame + 4, len - 4);
@@ -139,20 +185,32 @@ void ka_session_auth_response(ka_session_t *s, const ka_inflight_entry_t *e, con
         if (rc == 0)
             rc = ka_saslauthenticate_response_decode(&r, e->api_version, &arena, &m);
     }
-    ka_arena_destroy(&arena);
-    if (rc < 0)
+    if (rc < 0) {
         refused(s, -1); /* an answer kadmit cannot read vouches for nobody */
-    else if (m.error_code != 0)
+    } else if (m.error_code != 0) {
         refused(s, m.error_code);
-    else if (e->flags & KA_INFLIGHT_SASL_FINAL)
-        accepted(s);
+    } else if (a->mech == KA_SASL_MECH_OTHER) {
+        /* GSSAPI, OAUTHBEARER: kadmit cannot tell which answer ends the
+         * exchange, nor whom it names; the broker accepted this token, so
+         * the client may be in, as someone kadmit does not know. */
+        a->candidate[0] = a->sasl[0] = '\0';
+        a->sasl_done = 1;
+        a->exchange = KA_SASL_OPAQUE;
+    } else if (e->flags & KA_INFLIGHT_SASL_FINAL) {
+        if (a->mech == KA_SASL_MECH_SCRAM && !scram_server_final(m.auth_bytes))
+            refused(s, 0);
+        else
+            accepted(s);
+    }
+    ka_arena_destroy(&arena);
 }
 
 void ka_session_auth_raw_answered(ka_session_t *s, const ka_inflight_entry_t *e)
 {
     /* After SaslHandshake v0 a broker that refuses the token closes the
      * connection instead of answering, so an answer to the last one is success. */
-    if ((e->flags & KA_INFLIGHT_RAW) && (e->flags & KA_INFLIGHT_SASL_FINAL))
+    if ((e->flags & KA_INFLIGHT_RAW) && (e->flags & KA_INFLIGHT_SASL_FINAL) &&
+        s->auth.exchange == KA_SASL_RUNNING)
         accepted(s);
 }
 
@@ -172,11 +230,31 @@ void ka_session_auth_tls(ka_session_t *s, const ka_transport_t *t)
     }
 }
 
+/*
+ * kadmit's metadata connection logs in with SASL to the clients' listener
+ * (no --metadata-upstream): that listener is a SASL one, where nothing but
+ * ApiVersions and SASL is served before a login.
+ */
+static int sasl_listener(const ka_config_t *cfg)
+{
+    return cfg->metadata_sasl_mechanism[0] != '\0' && !cfg->metadata_upstream.set;
+}
+
 const char *ka_session_principal(const ka_session_t *s)
 {
     const ka_session_auth_t *a = &s->auth;
-    const char *p = a->sasl_seen ? a->sasl : a->tls;
+    const char *p = a->sasl_done                                    ? a->sasl
+                    : a->sasl_seen || sasl_listener(s->server->cfg) ? ""
+                                                                    : a->tls;
     return p[0] != '\0' ? p : NULL;
+}
+
+int ka_session_authenticated(const ka_session_t *s)
+{
+    const ka_session_auth_t *a = &s->auth;
+    if (a->exchange == KA_SASL_RUNNING || a->exchange == KA_SASL_FAILED)
+        return 0;
+    return a->sasl_done || !sasl_listener(s->server->cfg);
 }
 
 const ka_frame_origin_t *ka_session_origin(ka_session_t *s, const ka_frame_header_t *h)
@@ -191,6 +269,7 @@ const ka_frame_origin_t *ka_session_origin(ka_session_t *s, const ka_frame_heade
     a->origin = (ka_frame_origin_t){.principal = ka_session_principal(s),
                                     .peer = s->peer,
                                     .client_id = h->client_id.len >= 0 ? a->client_id : NULL,
-                                    .client_id_len = n};
+                                    .client_id_len = n,
+                                    .authenticated = ka_session_authenticated(s)};
     return &a->origin;
 }

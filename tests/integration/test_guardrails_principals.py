@@ -19,6 +19,7 @@ Its own cluster on ports $KADMIT_TEST_PORT_BASE + 600.
 from __future__ import annotations
 
 import json
+import struct
 import sys
 import tempfile
 import time
@@ -33,6 +34,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import clients  # noqa: E402
+import sasl_wire  # noqa: E402
 from admin_client import wait_ready  # noqa: E402
 from kafka_cluster import (HOST, KafkaCluster, Sidecars, ensure_kafka, kadmit_bin,  # noqa: E402
                            own_cluster, port_base)
@@ -292,6 +294,79 @@ def test_cruise_control_passes_a_topic_rule_but_not_max_broker_partitions(env):
     # alice is not exempt: the same width is refused to her by the rule.
     rc, out = env.kafka_topics_create("alice", "alice-wide", uniq("team-a.wide"), 10, 2)
     assert rc != 0 and "team-a" in out, out
+
+
+def create_topics_v4(cid: int, name: str, partitions: int, rf: int) -> bytes:
+    """CreateTopics v4 (header v1): one topic, the broker placing it."""
+    import kafka_wire
+    body = (struct.pack(">i", 1) + kafka_wire._str(name) + struct.pack(">ihii", partitions, rf, 0, 0)
+            + struct.pack(">i?", 30000, False))
+    return kafka_wire.request(19, 4, cid, body)
+
+
+def create_topics_v4_result(body: bytes) -> tuple[int, str | None]:
+    import kafka_wire
+    r = kafka_wire.Reader(body)
+    r.take(">i")  # throttle
+    assert r.take(">i") == 1
+    r.string()
+    return r.take(">h"), r.string()
+
+
+def logged_in_then_garbage(env, user: str):
+    """A raw connection to a sidecar, logged in as user with SCRAM, then sent what the broker
+    answers ILLEGAL_SASL_STATE and keeps the connection for: a SaslAuthenticate of garbage, one
+    carrying a client-first that names alice, and a SaslHandshake for GSSAPI."""
+    import kafka_wire
+    conn = kafka_wire.Connection(HOST, env.c.nodes[0].sidecar_port, timeout=30)
+    sasl_wire.scram_login(conn, user, USERS[user], MECH)
+    code, msg, _ = sasl_wire.authenticate(conn, 11, b"\xff\xfe not a SASL token \x00\x01")
+    assert code == sasl_wire.ILLEGAL_SASL_STATE, (code, msg)
+    code, msg, _ = sasl_wire.authenticate(conn, 12, b"n,,n=alice,r=0123456789abcdef")
+    assert code == sasl_wire.ILLEGAL_SASL_STATE, (code, msg)
+    assert sasl_wire.handshake(conn, 13, "GSSAPI") == sasl_wire.ILLEGAL_SASL_STATE
+    return conn
+
+
+def test_garbage_sasl_after_a_login_leaves_the_principal(env):
+    """Raw wire clients log in with SCRAM through a sidecar, then send a SaslAuthenticate of
+    garbage, another naming alice and a SaslHandshake for GSSAPI, which the broker refuses with
+    ILLEGAL_SASL_STATE on a connection it keeps. The next CreateTopics on each connection is
+    judged as the user who logged in: cruise-control's 4 partitions in team-b (partitions.max 2)
+    pass its exemption, and bob's topic in team-a is refused naming him. As an unknown principal,
+    the first would be refused by the rule and the second admitted."""
+    ignored = 'kadmit_sasl_authentications_total{result="ignored"}'
+    before = env.metric_sum(ignored)
+    wide, bobs = uniq("team-b.cc-after-garbage"), uniq("team-a.bob-after-garbage")
+    with logged_in_then_garbage(env, "cruise-control") as conn:
+        _, body = conn.call(create_topics_v4(21, wide, 4, 2))
+        assert create_topics_v4_result(body) == (0, None)
+    with logged_in_then_garbage(env, "bob") as conn:
+        _, body = conn.call(create_topics_v4(22, bobs, 1, 2))
+        code, msg = create_topics_v4_result(body)
+        assert code != 0 and "User:bob" in (msg or ""), (code, msg)
+    assert env.created(wide) and not env.exists(bobs)
+    (e,) = env.audit(wide)
+    assert e["principal"] == "User:cruise-control" and e["verdict"] == "admit", e
+    (e,) = env.audit(bobs)
+    assert e["principal"] == "User:bob" and e["verdict"] == "reject", e
+    assert env.metric_sum(ignored) == before + 4
+
+
+def test_create_topics_before_the_sasl_login_is_never_judged_as_a_principal(env):
+    """A raw client sends CreateTopics on the SASL listener before any SaslHandshake: the broker
+    refuses it (IllegalSaslStateException) by closing the connection, and nothing is created.
+    kadmit judged it as the unknown principal, never as a user."""
+    import kafka_wire
+    topic = uniq("team-a.before-login")
+    with kafka_wire.Connection(HOST, env.c.nodes[0].sidecar_port, timeout=30) as conn:
+        with pytest.raises(ConnectionError):
+            conn.call(create_topics_v4(31, topic, 1, 2))
+    events = env.audit(topic)
+    assert events, "no audit event for " + topic
+    for e in events:
+        assert e["principal_known"] == 0 and e["principal"] == "User:ANONYMOUS", e
+    assert not env.exists(topic)
 
 
 def test_rule_counter_counts_the_audit_events(env):

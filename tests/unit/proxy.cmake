@@ -9,6 +9,17 @@ if(TARGET ka_proxy_core)
     SOURCES ${KA_PROXY_TEST_DIR}/test_inflight.c LIBS ka_proxy_core)
   ka_unit_test(test_proxy_sasl_principal
     SOURCES ${KA_PROXY_TEST_DIR}/test_sasl_principal.c LIBS ka_proxy_core)
+  # The same parsers against a port of Kafka's (PlainSaslServer, ScramMessages), on generated tokens.
+  find_program(KA_PYTHON3_MODEL python3)
+  if(KA_PYTHON3_MODEL)
+    add_executable(sasl_principal_driver ${KA_PROXY_TEST_DIR}/sasl_principal_driver.c)
+    target_link_libraries(sasl_principal_driver PRIVATE ka_proxy_core)
+    target_compile_options(sasl_principal_driver PRIVATE ${KADMIT_WARNINGS})
+    add_test(NAME test_proxy_sasl_principal_kafka_model
+             COMMAND ${KA_PYTHON3_MODEL} ${KA_PROXY_TEST_DIR}/sasl_principal_kafka_model.py
+                     $<TARGET_FILE:sasl_principal_driver>)
+    set_tests_properties(test_proxy_sasl_principal_kafka_model PROPERTIES TIMEOUT 60)
+  endif()
 endif()
 if(TARGET ka_proxy)
   find_package(Threads REQUIRED)
