@@ -108,6 +108,9 @@ static const metric_row_t rows[] = {
         "Requests with an API key kadmit does not know, passed through."),
     ROW("admission_auto_create_denials_total", adm_auto_create_denials, "counter",
         "Metadata requests forwarded with allow_auto_topic_creation cleared."),
+    ROW("admission_unauthenticated_total", adm_unauthenticated, "counter",
+        "Admission requests on a connection that has not authenticated (or whose login failed), "
+        "which the broker refuses: forwarded unjudged, reserving nothing."),
     ROW("admission_deferred_total", adm_deferred, "counter",
         "Admission decisions that waited for a metadata refresh."),
     ROW("admission_reservations_released_total", adm_reservations_released, "counter",

@@ -101,8 +101,9 @@ typedef struct ka_metrics {
     uint64_t adm_decisions[KA_ADM_API_COUNT][KA_ADM_D_COUNT][KA_REASON_COUNT];
     uint64_t adm_decode_errors[KA_ADM_API_COUNT][KA_ADM_VERSION_SLOTS];
     uint64_t adm_version_refused[KA_ADM_API_COUNT]; /* above what kadmit decodes: closed */
-    uint64_t adm_auto_create_denials;   /* Metadata forwarded with auto-creation cleared */
-    uint64_t adm_deferred;              /* decisions that waited for a metadata refresh */
+    uint64_t adm_auto_create_denials; /* Metadata forwarded with auto-creation cleared */
+    uint64_t adm_deferred;            /* decisions that waited for a metadata refresh */
+    uint64_t adm_unauthenticated; /* admission requests before authentication, left to the broker */
     uint64_t adm_reservations_released; /* released because the broker reported an error */
     uint64_t adm_reservations_kept;     /* kept after an error that may still create (a timeout) */
     uint64_t protected_refused_delete_topics;  /* DeleteTopics items refused: protected topic */

@@ -553,6 +553,16 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
     memset(v, 0, sizeof(*v));
     v->kind = KA_HOOK_FORWARD;
     sweep_waits(a, now_ms(a));
+    /* A connection whose SASL login is under way or failed, or that has not logged in on a
+     * SASL listener: the broker refuses every such request and closes the connection, in
+     * any cluster state. Judging it would reserve headroom (kept on a disconnect, invariant
+     * 12) for a request that creates nothing, so it goes on unjudged and reserves nothing. */
+    if (!resumed && hdr->origin != NULL && !hdr->origin->authenticated) {
+        ka_server_metrics(a->srv)->adm_unauthenticated++;
+        ka_log(KA_LOG_DEBUG, "admission request before authentication, left to the broker",
+               KA_KI("api_key", hdr->api_key), KA_KI("correlation_id", hdr->correlation_id));
+        return 0;
+    }
     ledger_wait_t *w = resumed ? take_wait(a, frame, *len, NULL) : NULL;
     if (w != NULL)
         return ledger_phase2(a, w, hdr, v);

@@ -15,12 +15,14 @@ so SCRAM through librdkafka uses confluent-kafka (a newer librdkafka); kcat uses
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import ssl
 import struct
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -282,6 +284,23 @@ def test_sasl_handshake_v0_raw_tokens_pass_through_and_requests_are_judged(env):
         code, message = create_topics_error(body)
         assert cid == 2 and code == 88 and REJECT in (message or ""), (code, message)
     assert ks.metric("kadmit_sasl_raw_tokens_total") == before + 1
+
+
+def test_create_before_the_sasl_login_reserves_nothing(env):
+    """A CreateTopics sent on a SASL listener before any login: the broker refuses it and closes
+    the connection, whatever the cluster's state, so kadmit leaves it to the broker unjudged.
+    Judging it reserved headroom that the disconnect then kept (a timeout or a closed connection
+    never releases a reservation), so a client with no credentials could pin the headroom."""
+    c, ks = env["cluster"], env["sasl"]
+    before = ks.metric("kadmit_admission_unauthenticated_total")
+    with tls_connection(c.sasl_sidecar_port, c.ca.cert) as conn:
+        conn.send(create_topics_v4(1, "before-login", 5))
+        with pytest.raises((ConnectionError, OSError, AssertionError, struct.error)):
+            conn.recv()  # the broker closes the connection
+    assert ks.metric("kadmit_admission_unauthenticated_total") == before + 1
+    with urllib.request.urlopen(f"http://{HOST}:{ks.admin}/v1/brokers", timeout=5) as r:
+        brokers = json.loads(r.read())["brokers"]
+    assert all(b["reserved"] == 0 for b in brokers), brokers
 
 
 def test_admission_rejects_over_tls_and_sasl(env, tmp_path):
