@@ -300,8 +300,9 @@ static ka_adm_ctx_t decision_ctx(ka_admission_t *a, const ka_frame_header_t *hdr
                            * view shows, or refused with a message. */
                           .may_wait_for_view = resumed < KA_VIEW_WAIT_ROUNDS,
                           /* The first wake may come from a refresh already under way when
-                           * the request arrived; the second was asked for after it. */
-                          .view_follows_request = resumed >= 2,
+                           * the request arrived; the second was asked for after it. A frame
+                           * that cannot wait (LAST) has no such view. */
+                          .view_follows_request = resumed >= 2 && resumed != KA_HOOK_RESUMED_LAST,
                           .max_frame = ka_server_config(a->srv)->max_frame_bytes,
                           .budget = ka_pool_arena_budget(ka_server_pool(a->srv)),
                           .principal = hdr->origin ? hdr->origin->principal : NULL,
@@ -557,7 +558,7 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
      * SASL listener: the broker refuses every such request and closes the connection, in
      * any cluster state. Judging it would reserve headroom (kept on a disconnect, invariant
      * 12) for a request that creates nothing, so it goes on unjudged and reserves nothing. */
-    if (!resumed && hdr->origin != NULL && !hdr->origin->authenticated) {
+    if (hdr->origin != NULL && !hdr->origin->authenticated) {
         ka_server_metrics(a->srv)->adm_unauthenticated++;
         ka_log(KA_LOG_DEBUG, "admission request before authentication, left to the broker",
                KA_KI("api_key", hdr->api_key), KA_KI("correlation_id", hdr->correlation_id));
