@@ -591,6 +591,20 @@ int ka_ledger_usable(const ka_ledger_t *l)
     return l != NULL && l->phase == PH_READING;
 }
 
+/*
+ * True for a topic of kadmit's own: this ledger, or one named __kadmit*
+ * (the limits topic). Creating them never waits for the limits, which
+ * cannot be read before their topic exists.
+ */
+static int own_topic(const ka_ledger_t *l, ka_slice_t name)
+{
+    static const char prefix[] = "__kadmit";
+    size_t len = name.len > 0 ? (size_t)name.len : 0;
+    if (len == strlen(l->topic) && memcmp(name.ptr, l->topic, len) == 0)
+        return 1;
+    return len >= sizeof(prefix) - 1 && memcmp(name.ptr, prefix, sizeof(prefix) - 1) == 0;
+}
+
 int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_ledger_intent_cb cb,
                             void *arg, uint64_t *seq)
 {
@@ -601,8 +615,12 @@ int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_le
     char *json = NULL;
     size_t len = 0;
     int rc = specs == NULL || p == NULL ? KA_ENOMEM : 0;
-    for (size_t i = 0; rc == 0 && i < n; i++)
+    int others = 0; /* an item of a topic not kadmit's own */
+    for (size_t i = 0; rc == 0 && i < n; i++) {
         rc = ka_reservations_describe(l->mirror, ids[i], &specs[i], NULL);
+        others |= rc == 0 && !own_topic(l, specs[i].topic);
+    }
+    int hold = others && !l->m->limits_loaded;
     if (rc == 0) {
         uint64_t floor = ka_ledger_state_seq_floor(l->state);
         if (l->next_seq < floor)
@@ -613,7 +631,7 @@ int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_le
     free(specs);
     if (rc == 0 && (rc = ka_ledger_state_own_begin(l->state, p->seq, ids, n, loop_ms(l))) < 0)
         free(json);
-    if (rc == 0 && !l->m->limits_loaded) {
+    if (rc == 0 && hold) {
         p->held = json; /* written by the tick once the limits are in force */
         p->held_len = len;
     } else if (rc == 0 && (write_held(l), rc = produce(l, json, len, p->seq)) < 0) {

@@ -169,6 +169,22 @@ def _pid_alive(pid: int, marker: str) -> bool:
     return marker in cmd
 
 
+# Every sidecar the harness starts signs and checks kadmit's own records, as a production
+# cluster should: the same secret for all of them, unless a test passes its own
+# (--cluster-secret-file, or KADMIT_CLUSTER_SECRET in env; "" means none).
+HARNESS_CLUSTER_SECRET = "kadmit-harness-cluster-secret-7f3a9c0e5b1d4e2f8a6c"
+
+
+def with_cluster_secret(argv: list[str], env: dict | None) -> dict:
+    """env (default: this process's) with KADMIT_CLUSTER_SECRET set for a kadmit started with
+    argv, unless it already has a secret of its own."""
+    out = dict(os.environ if env is None else env)
+    if ("--cluster-secret-file" not in argv and "KADMIT_CLUSTER_SECRET" not in out
+            and "KADMIT_CLUSTER_SECRET_FILE" not in out):
+        out["KADMIT_CLUSTER_SECRET"] = HARNESS_CLUSTER_SECRET
+    return out
+
+
 class Proc:
     """A child process recorded by a pid file, so another process can stop it."""
 
@@ -182,6 +198,8 @@ class Proc:
     def spawn(self, argv: list[str], env: dict | None = None) -> None:
         if self.alive():
             raise RuntimeError(f"{self.name} already running (pid {self.pid()})")
+        if Path(argv[0]).name == "kadmit":
+            env = with_cluster_secret(argv, env)
         log = open(self.logfile, "ab")
         log.write(f"\n=== {time.strftime('%H:%M:%S')} start: {' '.join(argv)}\n".encode())
         log.flush()
