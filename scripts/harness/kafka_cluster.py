@@ -175,6 +175,21 @@ def _pid_alive(pid: int, marker: str) -> bool:
 HARNESS_CLUSTER_SECRET = "kadmit-harness-cluster-secret-7f3a9c0e5b1d4e2f8a6c"
 
 
+def own_record_mac(kind: str, key: bytes | None, value: bytes | None,
+                   secret: str = HARNESS_CLUSTER_SECRET) -> bytes:
+    """The kadmit-mac header of a record of kadmit's own topics (kind "ledger" or "limits"),
+    as a sidecar holding `secret` signs it: HMAC-SHA256 over the domain tag, the key and the
+    value, each prefixed by its length as 8 big-endian bytes (null: 2^64-1)."""
+    import hashlib
+    import hmac
+    import struct
+
+    def part(b: bytes | None) -> bytes:
+        return struct.pack(">Q", 2**64 - 1) if b is None else struct.pack(">Q", len(b)) + b
+    msg = part(f"kadmit-{kind}-v1".encode()) + part(key) + part(value)
+    return hmac.new(secret.encode(), msg, hashlib.sha256).digest()
+
+
 def with_cluster_secret(argv: list[str], env: dict | None) -> dict:
     """env (default: this process's) with KADMIT_CLUSTER_SECRET set for a kadmit started with
     argv, unless it already has a secret of its own."""
