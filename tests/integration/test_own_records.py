@@ -184,24 +184,25 @@ def test_forged_and_copied_limits_records_change_nothing(env: Env):
     forged = dict(doc, overrides=dict(doc["overrides"], **{"max.broker.partitions": 100000}))
     before = {n: {r: env.refused(n, "limits", r) for r in ("bad_mac", "unsigned", "out_of_place")}
               for n in (1, 2, 3)}
-    attempts = [
-        ("bad_mac", env.c.direct_bootstrap, dict(forged, at=end), [(MAC, mac[0])]),
-        ("unsigned", env.sidecars, dict(forged, at=end + 1), []),
-        ("bad_mac", env.sidecars, dict(forged, at=end + 2), [(MAC, mac[0])]),
-        ("unsigned", env.c.direct_bootstrap, dict(forged, at=end + 3), []),
-    ]
     written = {"bad_mac": 0, "unsigned": 0, "out_of_place": 0}
-    for reason, bootstrap, value, headers in attempts:
-        err = produce(bootstrap, LIMITS, real.key(), json.dumps(value).encode(), headers)
-        if err is None:
-            written[reason] += 1
-        else:  # kadmit may refuse produces to its topics outright: then nothing was written
-            assert bootstrap == env.sidecars, err
-    # An exact copy of the authentic record (a replay), once directly and once through kadmit.
+    # First exact copies of the authentic record (a replay), directly and through kadmit...
     for bootstrap in (env.c.direct_bootstrap, env.sidecars):
         err = produce(bootstrap, LIMITS, real.key(), real.value(), [(MAC, mac[0])])
         if err is None:
             written["out_of_place"] += 1
+        else:  # kadmit may refuse produces to its topics outright: then nothing was written
+            assert bootstrap == env.sidecars, err
+    # ...then the raised limit, with the copied MAC and without one, so the newest is forged.
+    attempts = [
+        ("bad_mac", env.c.direct_bootstrap, dict(forged, at=end + 2), [(MAC, mac[0])]),
+        ("unsigned", env.sidecars, dict(forged, at=end + 3), []),
+        ("bad_mac", env.sidecars, dict(forged, at=end + 4), [(MAC, mac[0])]),
+        ("unsigned", env.c.direct_bootstrap, dict(forged, at=end + 5), []),
+    ]
+    for reason, bootstrap, value, headers in attempts:
+        err = produce(bootstrap, LIMITS, real.key(), json.dumps(value).encode(), headers)
+        if err is None:
+            written[reason] += 1
         else:
             assert bootstrap == env.sidecars, err
     assert written["bad_mac"] >= 1 and written["unsigned"] >= 1, written
