@@ -77,6 +77,7 @@ struct ka_limits {
     char *applied_layer;
     bool newest_refused;
     uint64_t repair_at, last_repair_at; /* loop ms; repair_at 0: none due */
+    uint64_t jitter_state;              /* xorshift64, seeded per process and sidecar */
     pending_write_t *pending;
     char problem[768];
 };
@@ -119,7 +120,6 @@ static void finish(pending_write_t *w, int rc, int64_t offset, const char *why)
 static void confirm_read_back(ka_limits_t *l)
 {
     pending_write_t **p = &l->pending;
-
     char why[600];
 
     while (*p != NULL) {
@@ -233,6 +233,19 @@ static void producer_event_cb(void *arg, ka_rdk_t *rdk, rd_kafka_event_t *ev)
     }
 }
 
+/* The next repair delay's jitter: different on every sidecar, so that they
+ * rarely repair at the same moment (rand() would be the same everywhere). */
+static uint64_t jitter_ms(ka_limits_t *l)
+{
+    uint64_t x = l->jitter_state;
+
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    l->jitter_state = x;
+    return x % REPAIR_JITTER_MS;
+}
+
 /* The end of the partition: the first time, the topic has been read. */
 static void on_end(ka_limits_t *l)
 {
@@ -253,7 +266,7 @@ static void on_end(ka_limits_t *l)
             l->h.loaded(l->h.arg);
     }
     if (l->newest_refused && l->applied_offset >= 0 && l->repair_at == 0) {
-        at = now + REPAIR_DELAY_MS + (uint64_t)(rand() % REPAIR_JITTER_MS);
+        at = now + REPAIR_DELAY_MS + jitter_ms(l);
         if (l->last_repair_at != 0 && at < l->last_repair_at + REPAIR_INTERVAL_MS)
             at = l->last_repair_at + REPAIR_INTERVAL_MS;
         l->repair_at = at;
@@ -535,6 +548,11 @@ int ka_limits_start(uv_loop_t *loop, const ka_limits_settings_t *settings,
     l->next_offset = 0;
     l->applied_offset = -1;
     l->loading = true;
+    l->jitter_state = uv_hrtime() | 1;
+    for (const char *c = settings->writer; c != NULL && *c != '\0'; c++)
+        l->jitter_state = (l->jitter_state ^ (uint8_t)*c) * 0x100000001b3ull;
+    if (l->jitter_state == 0)
+        l->jitter_state = 1;
     l->m = settings->metrics;
     if (settings->security != NULL)
         l->key = settings->security->records;
