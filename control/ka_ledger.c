@@ -25,6 +25,7 @@
 #include "ka_ledger.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,7 +187,7 @@ static void fail_pending(ka_ledger_t *l, pending_t *p, const char *why)
 }
 
 /* Checks the record's MAC; counts and logs (rate-limited) one that is refused. */
-static int authentic(ka_ledger_t *l, const rd_kafka_message_t *msg)
+static bool record_authentic(ka_ledger_t *l, const rd_kafka_message_t *msg)
 {
     rd_kafka_headers_t *hdrs = NULL;
     const void *mac = NULL;
@@ -200,7 +201,7 @@ static int authentic(ka_ledger_t *l, const rd_kafka_message_t *msg)
     enum ka_own_verdict v = ka_own_mac_verify(&l->key, KA_OWN_LEDGER, msg->key, msg->key_len,
                                               msg->payload, msg->len, mac, mac_len);
     if (v != KA_OWN_UNSIGNED && v != KA_OWN_BAD_MAC)
-        return 1;
+        return true;
     if (v == KA_OWN_UNSIGNED)
         l->m->own_refused_ledger_unsigned++;
     else
@@ -209,7 +210,7 @@ static int authentic(ka_ledger_t *l, const rd_kafka_message_t *msg)
         ka_log(KA_LOG_WARN, "ledger record refused; it changes nothing", KA_KS("topic", l->topic),
                KA_KI("partition", msg->partition), KA_KI("offset", msg->offset),
                KA_KS("reason", ka_own_verdict_name(v)), KA_KI("refusals_not_logged", suppressed));
-    return 0;
+    return false;
 }
 
 static void on_record(ka_ledger_t *l, const rd_kafka_message_t *msg)
@@ -217,7 +218,7 @@ static void on_record(ka_ledger_t *l, const rd_kafka_message_t *msg)
     char err[256] = "";
     uint64_t seq = 0;
     uint64_t suppressed = 0;
-    if (!authentic(l, msg))
+    if (!record_authentic(l, msg))
         return;
     enum ka_ledger_applied what =
         ka_ledger_state_apply(l->state, msg->payload, msg->len, (uint64_t)msg->offset, wall_ms(),
