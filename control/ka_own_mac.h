@@ -34,6 +34,9 @@
 /* A shorter secret is refused at start: below the hash's own strength. */
 #define KA_OWN_SECRET_MIN 32
 #define KA_OWN_SECRET_MAX 4095
+/* A key or value above this is no record of kadmit's (theirs stay under 1 MiB):
+ * it is refused before it is copied to be hashed. */
+#define KA_OWN_RECORD_MAX (4u * 1024u * 1024u)
 
 /* Which of kadmit's topics a record belongs to: its domain tag. */
 enum ka_own_topic { KA_OWN_LEDGER = 0, KA_OWN_LIMITS, KA_OWN_TOPIC_KINDS };
@@ -75,7 +78,8 @@ bool ka_own_key_set(const ka_own_key_t *key);
 
 /*
  * The MAC of a record (key or value NULL: null). Returns 0, KA_EINVALID
- * without a secret, or KA_ENOMEM when OpenSSL fails.
+ * without a secret, KA_ELIMIT for a key or value above KA_OWN_RECORD_MAX, or
+ * KA_ENOMEM.
  */
 int ka_own_mac_sign(const ka_own_key_t *key, enum ka_own_topic topic, const void *rkey,
                     size_t rkey_len, const void *value, size_t value_len,
