@@ -448,8 +448,12 @@ static void advance(ka_ledger_t *l)
         create_topic(l);
 }
 
-/* Writes the intents held while the limits loaded, in seq order (the order
- * readers expect of one sidecar's intents). */
+/*
+ * Writes the intents held while the limits loaded, in seq order (readers
+ * refuse an intent whose seq is below one they read from the same sidecar).
+ * One that cannot be queued fails at the next tick, never from inside
+ * ka_ledger_append_intent (its callback must not run there).
+ */
 static void write_held(ka_ledger_t *l)
 {
     for (;;) {
@@ -462,11 +466,8 @@ static void write_held(ka_ledger_t *l)
             return;
         char *json = first->held;
         first->held = NULL;
-        if (produce(l, json, first->held_len, first->seq) < 0) {
-            pending_t *p = take_pending(l, first->seq);
-            if (p != NULL)
-                fail_pending(l, p, "the intent could not be appended");
-        }
+        if (produce(l, json, first->held_len, first->seq) < 0)
+            first->deadline_ms = 0;
     }
 }
 
@@ -635,8 +636,14 @@ int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_le
     if (rc == 0 && hold) {
         p->held = json; /* written by the tick once the limits are in force */
         p->held_len = len;
-    } else if (rc == 0 && (write_held(l), rc = produce(l, json, len, p->seq)) < 0) {
-        ka_ledger_state_own_end(l->state, p->seq);
+    } else if (rc == 0) {
+        /* Earlier held intents go first. (Creating kadmit's own topics does
+         * not wait: while the limits load, such an intent can pass held ones,
+         * which are then refused as copies and fail at their timeout.) */
+        if (l->m->limits_loaded)
+            write_held(l);
+        if ((rc = produce(l, json, len, p->seq)) < 0)
+            ka_ledger_state_own_end(l->state, p->seq);
     }
     if (rc < 0) {
         free(p);
