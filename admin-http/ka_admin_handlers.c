@@ -291,10 +291,16 @@ static void submit_and_defer(ka_admin_context_t *ctx, ka_policy_t *next, bool re
     ka_policy_unref(next);
     if (rc < 0) {
         free(reply);
-        ka_admin_response_error(res, rc == KA_ECONFLICT ? 409 : 503,
-                                "the change was not made, because the cluster's limits could not "
-                                "be written: %s",
-                                err[0] ? err : ka_strerror(rc));
+        if (rc == KA_ECONFLICT)
+            ka_admin_response_error(res, 409,
+                                    "the change was not made, because another change of the "
+                                    "cluster's limits came first: %s",
+                                    err[0] ? err : ka_strerror(rc));
+        else
+            ka_admin_response_error(res, 503,
+                                    "the change was not made, because the cluster's limits could "
+                                    "not be written: %s",
+                                    err[0] ? err : ka_strerror(rc));
         return;
     }
     res->deferred = reply;
