@@ -5,7 +5,7 @@
  * Intents live for at most the TTL and a sidecar has few in flight, so the
  * bookkeeping is a plain array searched linearly by (sidecar, seq). The
  * highest seq per sidecar is another small array, one entry per sidecar
- * that wrote an intent within two TTLs (at most SEEN_MAX; beyond, the
+ * that wrote an intent within one TTL (at most SEEN_MAX; beyond, the
  * entry nearest its end is reused).
  */
 #include "ka_ledger_state.h"
@@ -33,7 +33,7 @@ typedef struct intent {
 typedef struct seen {
     char sidecar[KA_LEDGER_SIDECAR_MAX + 1];
     uint64_t seq;
-    int64_t expires_ms; /* loop clock: two TTLs after its last intent */
+    int64_t expires_ms; /* loop clock: one TTL after its last intent was read */
 } seen_t;
 
 struct ka_ledger_state {
@@ -100,7 +100,12 @@ static void seen_note(ka_ledger_state_t *s, const char *sidecar, uint64_t seq, i
     }
     if (seq > e->seq)
         e->seq = seq;
-    e->expires_ms = loop_now_ms + 2 * s->ttl_ms;
+    /* One TTL, the window a starting sidecar reads: so a sidecar remembers
+     * no seq its writer could not have read back itself (a writer keeps its
+     * seqs above those, ka_ledger_state_seq_floor). A copy read later is
+     * older than its TTL by its own timestamp, give or take the clocks' skew,
+     * and counts for that skew at most. */
+    e->expires_ms = loop_now_ms + s->ttl_ms;
 }
 
 uint64_t ka_ledger_state_seq_floor(const ka_ledger_state_t *s)

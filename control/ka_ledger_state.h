@@ -20,7 +20,7 @@
  * appends them in that order, so an intent whose seq is not above the
  * highest this state has read from its sidecar is a copy of an old record
  * (KA_LEDGER_REPLAYED) and changes nothing. That highest seq is kept for
- * two TTLs after the sidecar's last intent; an older copy is older than its
+ * one TTL after the sidecar's last intent; an older copy is older than its
  * TTL by its own (signed) timestamp anyway. An outcome's intent is dropped
  * when the outcome is read, so a copy of an outcome finds nothing to release.
  *

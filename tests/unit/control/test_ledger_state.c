@@ -235,13 +235,15 @@ static void test_replayed_intents_and_outcomes_change_nothing(void **state)
     assert_int_equal(ka_ledger_state_seq_floor(s), 0);
     assert_int_equal(apply(s, log, 8, &own), KA_LEDGER_APPLIED);
     assert_int_equal(ka_ledger_state_seq_floor(s), 901);
-    /* Two TTLs on, the highest seqs are forgotten: a copy is then older
+    /* A TTL on, the highest seqs are forgotten: a copy is then older
      * than its TTL by its own timestamp. */
-    ka_ledger_state_expire(s, 2 * TTL);
+    ka_ledger_state_expire(s, TTL - 1);
+    assert_int_equal(ka_ledger_state_seq_floor(s), 901);
+    ka_ledger_state_expire(s, TTL);
     assert_int_equal(ka_ledger_state_seq_floor(s), 0);
     char err[256] = "";
-    assert_int_equal(ka_ledger_state_apply(s, log->e[5].bytes, log->e[5].len, 9, WALL + 2 * TTL,
-                                           2 * TTL, &own, err, sizeof(err)),
+    assert_int_equal(ka_ledger_state_apply(s, log->e[5].bytes, log->e[5].len, 9, WALL + TTL, TTL,
+                                           &own, err, sizeof(err)),
                      KA_LEDGER_TOO_OLD);
 }
 
