@@ -14,6 +14,7 @@ real 3-broker KRaft cluster.
 - Two `PUT /v1/limits/brokers/{id}` for different brokers, sent at once through two different
   sidecars: each answer is 200 and its limit is in force on all three afterwards, or 409 and it is
   in force nowhere.
+- A sidecar that cannot read its limits topic to the end decides nothing on its file's limits.
 
 Uses its own cluster on ports $KADMIT_TEST_PORT_BASE + 520.
 """
@@ -21,6 +22,7 @@ Uses its own cluster on ports $KADMIT_TEST_PORT_BASE + 520.
 from __future__ import annotations
 
 import json
+import struct
 import sys
 import tempfile
 import threading
@@ -35,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import clients  # noqa: E402
+import kafka_wire  # noqa: E402
 from admin_client import curl_status_body, get_json, spawn_sidecar, wait_ready  # noqa: E402
 from kadmit_proc import parse_metrics  # noqa: E402
 from kafka_cluster import HOST, KafkaCluster, Sidecars, kadmit_bin, own_cluster  # noqa: E402
@@ -355,3 +358,58 @@ def test_concurrent_changes_through_two_sidecars_are_both_in_force_or_409(env: E
         assert settled(), (rnd, answers)
     print("concurrent rounds (status via sidecar 1, via sidecar 2):", outcomes)
     assert any(200 in o for o in outcomes), outcomes
+
+
+def create_topics_v2(cid: int, topic: str, partitions: int, rf: int) -> bytes:
+    body = (struct.pack(">i", 1) + kafka_wire._str(topic) + struct.pack(">ihii", partitions, rf, 0, 0)
+            + struct.pack(">i?", 30000, False))
+    return kafka_wire.request(19, 2, cid, body)
+
+
+def parse_create_topics_v2(body: bytes) -> tuple[int, str | None]:
+    off = 8  # throttle_time_ms, the topic count (one)
+    (n,) = struct.unpack_from(">h", body, off)
+    off += 2 + n
+    (code, mlen) = struct.unpack_from(">hh", body, off)
+    return code, body[off + 4:off + 4 + mlen].decode() if mlen >= 0 else None
+
+
+def test_no_decision_on_the_file_limits_while_the_limits_topic_is_unread(env: Env):
+    """Last in the module (it stops broker 3). Sidecar 1 restarts on a limits topic whose only
+    replica is on the stopped broker, so it never reads it to the end: /v1/admission says why,
+    kadmit_limits_loaded stays 0, and a create that the file's limits would admit waits (for
+    --ledger-timeout-ms), then is refused with a message, and is never forwarded."""
+    stalled = f"stalled-limits-{uuid.uuid4().hex[:8]}"
+    clients.topics(env.c.direct_bootstrap, "--create", "--topic", stalled,
+                   "--replica-assignment", "3")
+    s1 = env.sc[1]
+    s1.stop()
+    env.c.stop_node(3)
+    spawn_sidecar(s1, env.policy_file(1), env.token_file, "--ledger", "on",
+                  "--sidecar-id", "sidecar-1", "--limits-topic", stalled)
+    port = env.c.node(1).admin_port
+
+    def held_back():
+        # The ledger is read (so an intent could be ordered), the limits are not.
+        status, doc = get_json(port, "/v1/admission")
+        return (status == 503 and "limits are still being read" in doc.get("error", "")
+                and env.metrics(1).get("kadmit_ledger_connected") == 1)
+    wait_for(held_back, 60, get_json(port, "/v1/admission"))
+    time.sleep(2)  # still unread
+    assert env.metrics(1)["kadmit_limits_loaded"] == 0
+    topic = f"while-unread-{uuid.uuid4().hex[:8]}"
+    t0 = time.monotonic()
+    with kafka_wire.Connection(HOST, env.c.node(1).sidecar_port, 40.0) as conn:
+        _, body = conn.call(create_topics_v2(7, topic, 1, 2))
+    took = time.monotonic() - t0
+    code, msg = parse_create_topics_v2(body)
+    assert code != 0 and msg and "admission ledger" in msg, (code, msg)
+    assert 4.0 <= took < 20.0, took  # held for --ledger-timeout-ms (5 s), not answered at once
+    md = kafka_wire.metadata(HOST, env.c.node(1).direct_port, topics=[topic])
+    assert md["topics"][0]["error"] != 0, md  # never created
+    # Back as it was: the broker, and sidecar 1 on the real limits topic.
+    env.c.start_node(3)
+    s1.stop()
+    spawn_sidecar(s1, env.policy_file(1), env.token_file, "--ledger", "on",
+                  "--sidecar-id", "sidecar-1")
+    wait_ready(port, timeout=90)
