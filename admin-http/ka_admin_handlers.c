@@ -250,7 +250,14 @@ void ka_admin_reply_finish(ka_admin_reply_t *reply, int rc, const ka_policy_t *p
 
     if (reply->session != NULL) {
         ka_admin_response_init(&res);
-        if (rc < 0) {
+        if (rc == KA_ECONFLICT) {
+            /* Another change reached the limits topic first: this one was
+             * composed on a layer no longer in force, so it is not applied. */
+            ka_admin_response_error(&res, 409,
+                                    "the change was not made, because another change of the "
+                                    "cluster's limits came first: %s",
+                                    detail && detail[0] ? detail : ka_strerror(rc));
+        } else if (rc < 0) {
             ka_admin_response_error(&res, 503,
                                     "the change was not made, because the cluster's limits "
                                     "could not be written: %s",
@@ -284,10 +291,16 @@ static void submit_and_defer(ka_admin_context_t *ctx, ka_policy_t *next, bool re
     ka_policy_unref(next);
     if (rc < 0) {
         free(reply);
-        ka_admin_response_error(res, 503,
-                                "the change was not made, because the cluster's limits could not "
-                                "be written: %s",
-                                err[0] ? err : ka_strerror(rc));
+        if (rc == KA_ECONFLICT)
+            ka_admin_response_error(res, 409,
+                                    "the change was not made, because another change of the "
+                                    "cluster's limits came first: %s",
+                                    err[0] ? err : ka_strerror(rc));
+        else
+            ka_admin_response_error(res, 503,
+                                    "the change was not made, because the cluster's limits could "
+                                    "not be written: %s",
+                                    err[0] ? err : ka_strerror(rc));
         return;
     }
     res->deferred = reply;

@@ -282,6 +282,11 @@ static int set_admin_token_file(ka_config_t *c, const char *v, char *e, size_t n
     return set_path(c->admin_token_file, sizeof(c->admin_token_file), v, e, n);
 }
 
+static int set_cluster_secret_file(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    return set_path(c->cluster_secret_file, sizeof(c->cluster_secret_file), v, e, n);
+}
+
 static int set_state_file(ka_config_t *c, const char *v, char *e, size_t n)
 {
     return set_path(c->state_file, sizeof(c->state_file), v, e, n);
@@ -446,6 +451,9 @@ static const option_t options[] = {
      "fail a decision whose intent is not read back in time (default 5000)"},
     {"ledger-intent-ttl-ms", "KADMIT_LEDGER_INTENT_TTL_MS", set_ledger_ttl, "MS",
      "an intent counts at most this long; above the view staleness (default 120000)"},
+    {"cluster-secret-file", "KADMIT_CLUSTER_SECRET_FILE", set_cluster_secret_file, "FILE",
+     "secret (32+ bytes) signing kadmit's own records, shared by the cluster's sidecars "
+     "(or env KADMIT_CLUSTER_SECRET)"},
     {"sidecar-id", "KADMIT_SIDECAR_ID", set_sidecar_id, "ID",
      "this sidecar's name in the ledger (default hostname:listen port)"},
     {"check-policy", NULL, set_check_policy, "FILE", "validate a policy file and exit"},
@@ -746,6 +754,24 @@ int ka_config_load_sasl_password(const ka_config_t *cfg, char *out, size_t cap, 
                  "--metadata-sasl-mechanism %s needs a password: "
                  "--metadata-sasl-password-file or KADMIT_METADATA_SASL_PASSWORD",
                  cfg->metadata_sasl_mechanism);
+        return KA_EINVALID;
+    }
+    return rc;
+}
+
+int ka_config_load_cluster_secret(ka_config_t *cfg, size_t min_len, char *err, size_t errlen)
+{
+    int rc = load_secret(cfg->cluster_secret_file, "--cluster-secret-file", "KADMIT_CLUSTER_SECRET",
+                         cfg->cluster_secret, sizeof(cfg->cluster_secret), err, errlen);
+    cfg->cluster_secret_len = rc == 0 ? strlen(cfg->cluster_secret) : 0;
+    if (rc == 0 && cfg->cluster_secret_len > 0 && cfg->cluster_secret_len < min_len) {
+        snprintf(err, errlen,
+                 "%s: the cluster secret has %zu bytes, fewer than the %zu it needs "
+                 "(e.g. openssl rand -hex 32)",
+                 cfg->cluster_secret_file[0] ? "--cluster-secret-file" : "KADMIT_CLUSTER_SECRET",
+                 cfg->cluster_secret_len, min_len);
+        memset(cfg->cluster_secret, 0, sizeof(cfg->cluster_secret));
+        cfg->cluster_secret_len = 0;
         return KA_EINVALID;
     }
     return rc;

@@ -69,6 +69,12 @@ typedef struct ka_config {
     /* The cluster's limits: with the ledger on, admin API changes go to this
      * compacted topic, which every sidecar reads (--limits-topic). */
     char limits_topic[250];
+    /* The secret every sidecar of the cluster signs its own records with
+     * (control/ka_own_mac.h): --cluster-secret-file, or KADMIT_CLUSTER_SECRET.
+     * Loaded by ka_config_load_cluster_secret; length 0 = none (unsigned). */
+    char cluster_secret_file[4096];
+    char cluster_secret[4096];
+    size_t cluster_secret_len;
 } ka_config_t;
 
 /* What ka_config_parse asks the caller to do besides running. */
@@ -106,6 +112,15 @@ int ka_config_load_admin_token(const ka_config_t *cfg, char *out, size_t cap, ch
  */
 int ka_config_load_sasl_password(const ka_config_t *cfg, char *out, size_t cap, char *err,
                                  size_t errlen);
+
+/*
+ * The cluster secret into cfg->cluster_secret: the first line of
+ * --cluster-secret-file (trailing whitespace removed), else
+ * KADMIT_CLUSTER_SECRET, else none. Returns 0, or a negative ka_err with a
+ * sentence in err when the file cannot be read or the secret is shorter
+ * than min_len bytes.
+ */
+int ka_config_load_cluster_secret(ka_config_t *cfg, size_t min_len, char *err, size_t errlen);
 
 /* "HOST:PORT" of the admin API ("[v6]:PORT" for IPv6 literals). */
 void ka_config_admin_address(const ka_config_t *cfg, char *out, size_t cap);

@@ -139,6 +139,34 @@ static const metric_row_t rows[] = {
         "enforce mode refuses admission requests and other traffic flows."),
     ROW("ledger_intents_live", ledger_intents_live, "gauge",
         "Ledger intents of all sidecars that still count."),
+    LROW("own_records_refused_total", "topic=\"ledger\",reason=\"unsigned\"",
+         own_refused_ledger_unsigned, "counter",
+         "Records of kadmit's own topics read back and refused, changing nothing: unsigned or "
+         "bad_mac (not written by a sidecar holding this cluster's secret), replayed (a ledger "
+         "intent whose seq its sidecar already used), out_of_place (a limits record not at the "
+         "offset it was written for: a concurrent change, or a copy of an old record)."),
+    LROW("own_records_refused_total", "topic=\"ledger\",reason=\"bad_mac\"",
+         own_refused_ledger_bad_mac, "counter", NULL),
+    LROW("own_records_refused_total", "topic=\"ledger\",reason=\"replayed\"",
+         own_refused_ledger_replayed, "counter", NULL),
+    LROW("own_records_refused_total", "topic=\"limits\",reason=\"unsigned\"",
+         own_refused_limits_unsigned, "counter", NULL),
+    LROW("own_records_refused_total", "topic=\"limits\",reason=\"bad_mac\"",
+         own_refused_limits_bad_mac, "counter", NULL),
+    LROW("own_records_refused_total", "topic=\"limits\",reason=\"out_of_place\"",
+         own_refused_limits_out_of_place, "counter", NULL),
+    ROW("limits_conflicts_total", limits_conflicts, "counter",
+        "Limits changes through this sidecar not made because another change reached the "
+        "limits topic first (answered 409)."),
+    ROW("limits_repairs_total", limits_repairs, "counter",
+        "Times this sidecar wrote the limits in force again because the topic's newest record "
+        "was refused (so compaction keeps a valid one)."),
+    ROW("limits_loaded", limits_loaded, "gauge",
+        "1 once the cluster's limits topic was read to its end since start (1 without the "
+        "ledger); until then decisions that admit wait."),
+    ROW("cluster_secret_configured", cluster_secret_configured, "gauge",
+        "1 when a cluster secret signs and checks kadmit's own records; 0: unsigned records are "
+        "accepted, and anyone who can produce to kadmit's topics changes its decisions."),
     LROW("metadata_refreshes_total", "result=\"ok\"", metadata_refreshes, "counter",
          "Cluster-view refreshes by the metadata client, by result (ok: a view was built)."),
     LROW("metadata_refreshes_total", "result=\"failed\"", metadata_refresh_failures, "counter",

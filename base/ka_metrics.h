@@ -112,14 +112,26 @@ typedef struct ka_metrics {
     uint64_t protected_refused_alter_configs;
     uint64_t protected_refused_incremental_alter_configs;
     /* The cluster-wide ledger (only with --ledger on). */
-    uint64_t ledger_appends;            /* records appended (intents and outcomes) */
-    uint64_t ledger_round_trip_ms_sum;  /* from appending an intent to reading it back */
-    uint64_t ledger_round_trips;        /* intents read back */
-    uint64_t ledger_failures;           /* intents not written or not read back in time */
-    uint64_t ledger_records_malformed;  /* records read back and refused */
-    uint64_t ledger_connected;          /* gauge: 1 while appends and reads succeed */
-    uint64_t admission_healthy;         /* gauge: 1 while admission can decide */
-    uint64_t ledger_intents_live;       /* gauge: intents that still count */
+    uint64_t ledger_appends;           /* records appended (intents and outcomes) */
+    uint64_t ledger_round_trip_ms_sum; /* from appending an intent to reading it back */
+    uint64_t ledger_round_trips;       /* intents read back */
+    uint64_t ledger_failures;          /* intents not written or not read back in time */
+    uint64_t ledger_records_malformed; /* records read back and refused */
+    uint64_t ledger_connected;         /* gauge: 1 while appends and reads succeed */
+    uint64_t admission_healthy;        /* gauge: 1 while admission can decide */
+    uint64_t ledger_intents_live;      /* gauge: intents that still count */
+    /* kadmit's own records read back and refused (control/ka_own_mac.h): by
+     * topic and reason. Unsigned or bad MAC: not written by a sidecar of this
+     * cluster; replayed: a ledger intent whose sidecar already used its seq;
+     * out of place: a limits record that did not land at the offset it was
+     * written for (a concurrent change, or a copy of an old record). */
+    uint64_t own_refused_ledger_unsigned, own_refused_ledger_bad_mac, own_refused_ledger_replayed;
+    uint64_t own_refused_limits_unsigned, own_refused_limits_bad_mac;
+    uint64_t own_refused_limits_out_of_place;
+    uint64_t limits_conflicts;          /* own limits writes another change beat (HTTP 409) */
+    uint64_t limits_repairs;            /* layers rewritten because the newest record was refused */
+    uint64_t limits_loaded;             /* gauge: 1 once the limits topic was read to its end */
+    uint64_t cluster_secret_configured; /* gauge: 1 when kadmit's records are signed and checked */
     uint64_t metadata_refreshes;        /* cluster views built */
     uint64_t metadata_refresh_failures; /* refresh attempts that failed */
     uint64_t metadata_offloop_us_sum;   /* worker time decoding Metadata and building views */

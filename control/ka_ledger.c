@@ -11,10 +11,21 @@
  * Delivery reports carry an intent's seq as their opaque (outcomes carry
  * none), never a pointer: a report can arrive after its intent has timed
  * out and been forgotten.
+ *
+ * Every record is signed under the cluster secret (ka_own_mac.h, header
+ * kadmit-mac over the sidecar id and the JSON), and a record read without a
+ * MAC that verifies is counted and skipped before it reaches the state.
+ *
+ * An intent waits, unwritten, while the cluster's limits have not been read
+ * to their end since start (the limits_loaded gauge, which the limits topic
+ * sets): the request is then judged again, in phase two, on the limits in
+ * force, never on the policy file's alone. It is written as soon as they
+ * are, or fails like any intent at --ledger-timeout-ms.
  */
 #include "ka_ledger.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +47,8 @@ enum phase { PH_WAIT_VIEW = 0, PH_CREATING, PH_LOOKUP, PH_RETRY, PH_READING };
 typedef struct pending {
     struct pending *next;
     uint64_t seq;
+    char *held; /* the intent's JSON while the limits are loading; NULL once written */
+    size_t held_len;
     ka_ledger_intent_cb cb;
     void *arg;
     int64_t started_ms, deadline_ms; /* loop clock */
@@ -68,6 +81,8 @@ struct ka_ledger {
     lookup_t *lookup; /* in flight on the pool */
     pending_t *pending;
     uint64_t next_seq;
+    ka_own_key_t key;   /* the cluster secret (borrowed), or none */
+    ka_own_warn_t warn; /* rate limit of the refusal log lines */
     uv_timer_t tick;
 };
 
@@ -104,11 +119,24 @@ static void retry_later(ka_ledger_t *l, const char *what, const char *why)
 /* Appends a record; opaque_seq is 0 for outcomes. */
 static int produce(ka_ledger_t *l, char *json, size_t len, uint64_t opaque_seq)
 {
-    rd_kafka_resp_err_t e =
-        rd_kafka_producev(ka_rdk_handle(l->producer), RD_KAFKA_V_RKT(l->ptopic),
-                          RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_KEY(l->sidecar, strlen(l->sidecar)),
-                          RD_KAFKA_V_VALUE(json, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE),
-                          RD_KAFKA_V_OPAQUE((void *)(uintptr_t)opaque_seq), RD_KAFKA_V_END);
+    uint8_t mac[KA_OWN_MAC_LEN];
+    rd_kafka_resp_err_t e;
+    size_t klen = strlen(l->sidecar);
+
+    if (!ka_own_key_set(&l->key)) {
+        e = rd_kafka_producev(ka_rdk_handle(l->producer), RD_KAFKA_V_RKT(l->ptopic),
+                              RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_KEY(l->sidecar, klen),
+                              RD_KAFKA_V_VALUE(json, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE),
+                              RD_KAFKA_V_OPAQUE((void *)(uintptr_t)opaque_seq), RD_KAFKA_V_END);
+    } else if (ka_own_mac_sign(&l->key, KA_OWN_LEDGER, l->sidecar, klen, json, len, mac) < 0) {
+        e = RD_KAFKA_RESP_ERR__FAIL;
+    } else {
+        e = rd_kafka_producev(ka_rdk_handle(l->producer), RD_KAFKA_V_RKT(l->ptopic),
+                              RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_KEY(l->sidecar, klen),
+                              RD_KAFKA_V_VALUE(json, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE),
+                              RD_KAFKA_V_HEADER(KA_OWN_MAC_HEADER, mac, sizeof(mac)),
+                              RD_KAFKA_V_OPAQUE((void *)(uintptr_t)opaque_seq), RD_KAFKA_V_END);
+    }
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
         free(json);
         ka_log(KA_LOG_WARN, "ledger append refused", KA_KS("error", rd_kafka_err2str(e)));
@@ -144,8 +172,10 @@ static pending_t *take_pending(ka_ledger_t *l, uint64_t seq)
 static void fail_pending(ka_ledger_t *l, pending_t *p, const char *why)
 {
     int n = ka_ledger_state_own_abandon(l->state, p->seq);
-    if (n >= 0)
+    if (n >= 0 && p->held == NULL) /* an intent never written needs no outcome */
         append_released(l, p->seq, (size_t)n);
+    free(p->held);
+    p->held = NULL;
     l->m->ledger_failures++;
     set_connected(l, 0);
     ka_log(KA_LOG_WARN, "ledger intent failed", KA_KS("why", why), KA_KI("seq", p->seq),
@@ -156,10 +186,40 @@ static void fail_pending(ka_ledger_t *l, pending_t *p, const char *why)
     cb(arg, KA_LEDGER_UNAVAILABLE, 0);
 }
 
+/* Checks the record's MAC; counts and logs (rate-limited) one that is refused. */
+static bool record_authentic(ka_ledger_t *l, const rd_kafka_message_t *msg)
+{
+    rd_kafka_headers_t *hdrs = NULL;
+    const void *mac = NULL;
+    size_t mac_len = 0;
+    uint64_t suppressed = 0;
+
+    if (rd_kafka_message_headers(msg, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        rd_kafka_header_get_last(hdrs, KA_OWN_MAC_HEADER, &mac, &mac_len) !=
+            RD_KAFKA_RESP_ERR_NO_ERROR)
+        mac = NULL;
+    enum ka_own_verdict v = ka_own_mac_verify(&l->key, KA_OWN_LEDGER, msg->key, msg->key_len,
+                                              msg->payload, msg->len, mac, mac_len);
+    if (v != KA_OWN_UNSIGNED && v != KA_OWN_BAD_MAC)
+        return true;
+    if (v == KA_OWN_UNSIGNED)
+        l->m->own_refused_ledger_unsigned++;
+    else
+        l->m->own_refused_ledger_bad_mac++;
+    if (ka_own_warn_due(&l->warn, loop_ms(l), &suppressed))
+        ka_log(KA_LOG_WARN, "ledger record refused; it changes nothing", KA_KS("topic", l->topic),
+               KA_KI("partition", msg->partition), KA_KI("offset", msg->offset),
+               KA_KS("reason", ka_own_verdict_name(v)), KA_KI("refusals_not_logged", suppressed));
+    return false;
+}
+
 static void on_record(ka_ledger_t *l, const rd_kafka_message_t *msg)
 {
     char err[256] = "";
     uint64_t seq = 0;
+    uint64_t suppressed = 0;
+    if (!record_authentic(l, msg))
+        return;
     enum ka_ledger_applied what =
         ka_ledger_state_apply(l->state, msg->payload, msg->len, (uint64_t)msg->offset, wall_ms(),
                               loop_ms(l), &seq, err, sizeof(err));
@@ -167,6 +227,15 @@ static void on_record(ka_ledger_t *l, const rd_kafka_message_t *msg)
         l->m->ledger_records_malformed++;
         ka_log(KA_LOG_WARN, "ledger record malformed, ignored", KA_KI("offset", msg->offset),
                KA_KS("error", err));
+        return;
+    }
+    if (what == KA_LEDGER_REPLAYED) {
+        l->m->own_refused_ledger_replayed++;
+        if (ka_own_warn_due(&l->warn, loop_ms(l), &suppressed))
+            ka_log(KA_LOG_WARN, "ledger intent refused: its sidecar already used its seq (a copy)",
+                   KA_KS("topic", l->topic), KA_KI("partition", msg->partition),
+                   KA_KI("offset", msg->offset), KA_KS("reason", "replayed"),
+                   KA_KI("refusals_not_logged", suppressed));
         return;
     }
     if (what != KA_LEDGER_OWN_INTENT)
@@ -379,10 +448,35 @@ static void advance(ka_ledger_t *l)
         create_topic(l);
 }
 
+/*
+ * Writes the intents held while the limits loaded, in seq order (readers
+ * refuse an intent whose seq is below one they read from the same sidecar).
+ * One that cannot be queued fails at the next tick, never from inside
+ * ka_ledger_append_intent (its callback must not run there).
+ */
+static void write_held(ka_ledger_t *l)
+{
+    for (;;) {
+        pending_t *first = NULL;
+        for (pending_t *p = l->pending; p != NULL; p = p->next) {
+            if (p->held != NULL && (first == NULL || p->seq < first->seq))
+                first = p;
+        }
+        if (first == NULL)
+            return;
+        char *json = first->held;
+        first->held = NULL;
+        if (produce(l, json, first->held_len, first->seq) < 0)
+            first->deadline_ms = 0;
+    }
+}
+
 static void tick_cb(uv_timer_t *t)
 {
     ka_ledger_t *l = t->data;
     int64_t now = loop_ms(l);
+    if (l->m->limits_loaded)
+        write_held(l);
     for (pending_t **pp = &l->pending; *pp != NULL;) {
         pending_t *p = *pp;
         if (p->deadline_ms > now) {
@@ -455,6 +549,7 @@ int ka_ledger_start(uv_loop_t *loop, const ka_ledger_config_t *cfg, ka_reservati
     l->mirror = mirror;
     l->timeout_ms = cfg->timeout_ms;
     l->ttl_ms = cfg->ttl_ms;
+    l->key = cfg->security.records;
     snprintf(l->topic, sizeof(l->topic), "%s", cfg->topic);
     snprintf(l->sidecar, sizeof(l->sidecar), "%s", cfg->sidecar_id);
     /* Seqs only grow, across restarts too: the wall clock in microseconds. */
@@ -498,6 +593,20 @@ int ka_ledger_usable(const ka_ledger_t *l)
     return l != NULL && l->phase == PH_READING;
 }
 
+/*
+ * True for a topic of kadmit's own: this ledger, or one named __kadmit*
+ * (the limits topic). Creating them never waits for the limits, which
+ * cannot be read before their topic exists.
+ */
+static int own_topic(const ka_ledger_t *l, ka_slice_t name)
+{
+    static const char prefix[] = "__kadmit";
+    size_t len = name.len > 0 ? (size_t)name.len : 0;
+    if (len == strlen(l->topic) && memcmp(name.ptr, l->topic, len) == 0)
+        return 1;
+    return len >= sizeof(prefix) - 1 && memcmp(name.ptr, prefix, sizeof(prefix) - 1) == 0;
+}
+
 int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_ledger_intent_cb cb,
                             void *arg, uint64_t *seq)
 {
@@ -508,17 +617,34 @@ int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_le
     char *json = NULL;
     size_t len = 0;
     int rc = specs == NULL || p == NULL ? KA_ENOMEM : 0;
-    for (size_t i = 0; rc == 0 && i < n; i++)
+    int others = 0; /* an item of a topic not kadmit's own */
+    for (size_t i = 0; rc == 0 && i < n; i++) {
         rc = ka_reservations_describe(l->mirror, ids[i], &specs[i], NULL);
+        others |= rc == 0 && !own_topic(l, specs[i].topic);
+    }
+    int hold = others && !l->m->limits_loaded;
     if (rc == 0) {
+        uint64_t floor = ka_ledger_state_seq_floor(l->state);
+        if (l->next_seq < floor)
+            l->next_seq = floor;
         p->seq = l->next_seq++;
         rc = ka_ledger_encode_intent(l->sidecar, p->seq, wall_ms(), specs, n, &json, &len);
     }
     free(specs);
     if (rc == 0 && (rc = ka_ledger_state_own_begin(l->state, p->seq, ids, n, loop_ms(l))) < 0)
         free(json);
-    if (rc == 0 && (rc = produce(l, json, len, p->seq)) < 0)
-        ka_ledger_state_own_end(l->state, p->seq);
+    if (rc == 0 && hold) {
+        p->held = json; /* written by the tick once the limits are in force */
+        p->held_len = len;
+    } else if (rc == 0) {
+        /* Earlier held intents go first. (Creating kadmit's own topics does
+         * not wait: while the limits load, such an intent can pass held ones,
+         * which are then refused as copies and fail at their timeout.) */
+        if (l->m->limits_loaded)
+            write_held(l);
+        if ((rc = produce(l, json, len, p->seq)) < 0)
+            ka_ledger_state_own_end(l->state, p->seq);
+    }
     if (rc < 0) {
         free(p);
         return rc;
@@ -539,8 +665,9 @@ void ka_ledger_forget(ka_ledger_t *l, uint64_t seq)
     if (p == NULL)
         return;
     int n = ka_ledger_state_own_abandon(l->state, seq);
-    if (n >= 0)
+    if (n >= 0 && p->held == NULL)
         append_released(l, seq, (size_t)n);
+    free(p->held);
     free(p);
 }
 
@@ -577,6 +704,7 @@ void ka_ledger_stop(ka_ledger_t *l)
     while (l->pending != NULL) {
         pending_t *p = l->pending;
         l->pending = p->next;
+        free(p->held);
         free(p);
     }
     ka_ledger_state_free(l->state);

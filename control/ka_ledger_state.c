@@ -3,7 +3,10 @@
  * ka_ledger_state.h).
  *
  * Intents live for at most the TTL and a sidecar has few in flight, so the
- * bookkeeping is a plain array searched linearly by (sidecar, seq).
+ * bookkeeping is a plain array searched linearly by (sidecar, seq). The
+ * highest seq per sidecar is another small array, one entry per sidecar
+ * that wrote an intent within one TTL (at most SEEN_MAX; beyond, the
+ * entry nearest its end is reused).
  */
 #include "ka_ledger_state.h"
 
@@ -24,12 +27,23 @@ typedef struct intent {
     int64_t expires_ms; /* loop clock: the bookkeeping goes after this */
 } intent_t;
 
+#define SEEN_MAX 1024
+
+/* The highest intent seq read from one sidecar, against replays. */
+typedef struct seen {
+    char sidecar[KA_LEDGER_SIDECAR_MAX + 1];
+    uint64_t seq;
+    int64_t expires_ms; /* loop clock: one TTL after its last intent was read */
+} seen_t;
+
 struct ka_ledger_state {
     char sidecar[KA_LEDGER_SIDECAR_MAX + 1];
     ka_reservations_t *mirror;
     int64_t ttl_ms;
     intent_t *intents;
     size_t count, capacity;
+    seen_t *seen; /* SEEN_MAX entries, the first seen_count in use */
+    size_t seen_count;
 };
 
 int ka_ledger_state_new(const char *sidecar, ka_reservations_t *mirror, int64_t ttl_ms,
@@ -43,7 +57,63 @@ int ka_ledger_state_new(const char *sidecar, ka_reservations_t *mirror, int64_t 
     snprintf(s->sidecar, sizeof(s->sidecar), "%s", sidecar);
     s->mirror = mirror;
     s->ttl_ms = ttl_ms;
+    if ((s->seen = calloc(SEEN_MAX, sizeof(*s->seen))) == NULL) {
+        free(s);
+        return KA_ENOMEM;
+    }
     *out = s;
+    return 0;
+}
+
+static seen_t *seen_find(ka_ledger_state_t *s, const char *sidecar)
+{
+    for (size_t i = 0; i < s->seen_count; i++) {
+        if (strcmp(s->seen[i].sidecar, sidecar) == 0)
+            return &s->seen[i];
+    }
+    return NULL;
+}
+
+/* True when intent (sidecar, seq) is not newer than one already read from sidecar. */
+static bool seen_replayed(ka_ledger_state_t *s, const char *sidecar, uint64_t seq)
+{
+    const seen_t *e = seen_find(s, sidecar);
+    return e != NULL && seq <= e->seq;
+}
+
+static void seen_note(ka_ledger_state_t *s, const char *sidecar, uint64_t seq, int64_t loop_now_ms)
+{
+    seen_t *e = seen_find(s, sidecar);
+
+    if (e == NULL && s->seen_count < SEEN_MAX) {
+        e = &s->seen[s->seen_count++];
+    } else if (e == NULL) {
+        e = &s->seen[0];
+        for (size_t i = 1; i < s->seen_count; i++) {
+            if (s->seen[i].expires_ms < e->expires_ms)
+                e = &s->seen[i];
+        }
+    }
+    if (strcmp(e->sidecar, sidecar) != 0) {
+        snprintf(e->sidecar, sizeof(e->sidecar), "%s", sidecar);
+        e->seq = 0;
+    }
+    if (seq > e->seq)
+        e->seq = seq;
+    /* One TTL, the window a starting sidecar reads: so a sidecar remembers
+     * no seq its writer could not have read back itself (a writer keeps its
+     * seqs above those, ka_ledger_state_seq_floor). A copy read later is
+     * older than its TTL by its own timestamp, give or take the clocks' skew,
+     * and counts for that skew at most. */
+    e->expires_ms = loop_now_ms + s->ttl_ms;
+}
+
+uint64_t ka_ledger_state_seq_floor(const ka_ledger_state_t *s)
+{
+    for (size_t i = 0; i < s->seen_count; i++) {
+        if (strcmp(s->seen[i].sidecar, s->sidecar) == 0)
+            return s->seen[i].seq + 1;
+    }
     return 0;
 }
 
@@ -54,6 +124,7 @@ void ka_ledger_state_free(ka_ledger_state_t *s)
     for (size_t i = 0; i < s->count; i++)
         free(s->intents[i].ids);
     free(s->intents);
+    free(s->seen);
     free(s);
 }
 
@@ -168,6 +239,9 @@ static enum ka_ledger_applied apply_intent(ka_ledger_state_t *s, const ka_ledger
                                            int64_t loop_now_ms, uint64_t *own_seq, char *err,
                                            size_t errlen)
 {
+    if (seen_replayed(s, r->sidecar, r->seq))
+        return KA_LEDGER_REPLAYED;
+    seen_note(s, r->sidecar, r->seq, loop_now_ms);
     intent_t *it = find(s, r->sidecar, r->seq);
     if (it == NULL || !it->own)
         return add_foreign(s, r, offset, wall_now_ms, loop_now_ms, err, errlen);
@@ -213,6 +287,12 @@ enum ka_ledger_applied ka_ledger_state_apply(ka_ledger_state_t *s, const void *b
 size_t ka_ledger_state_expire(ka_ledger_state_t *s, int64_t loop_now_ms)
 {
     size_t ended = 0;
+    for (size_t i = 0; i < s->seen_count;) {
+        if (s->seen[i].expires_ms <= loop_now_ms)
+            s->seen[i] = s->seen[--s->seen_count];
+        else
+            i++;
+    }
     for (size_t i = 0; i < s->count;) {
         if (s->intents[i].expires_ms <= loop_now_ms) {
             drop(s, &s->intents[i]);

@@ -16,6 +16,14 @@
  * Reservations also end as the mirror's always do: reconciled against a
  * view that shows them, or expired.
  *
+ * Replays: a sidecar numbers its intents with seqs that only grow, and
+ * appends them in that order, so an intent whose seq is not above the
+ * highest this state has read from its sidecar is a copy of an old record
+ * (KA_LEDGER_REPLAYED) and changes nothing. That highest seq is kept for
+ * one TTL after the sidecar's last intent; an older copy is older than its
+ * TTL by its own (signed) timestamp anyway. An outcome's intent is dropped
+ * when the outcome is read, so a copy of an outcome finds nothing to release.
+ *
  * Pure: no I/O; clocks are passed in (the record's wall clock for TTLs,
  * the loop's clock for expiries).
  */
@@ -36,6 +44,7 @@ enum ka_ledger_applied {
     KA_LEDGER_OWN_ABANDONED, /* this sidecar's intent it gave up on (its items are released) */
     KA_LEDGER_IGNORED,       /* nothing to do: an own outcome, an outcome of an unknown intent */
     KA_LEDGER_TOO_OLD,       /* an intent older than the TTL */
+    KA_LEDGER_REPLAYED,      /* an intent whose sidecar already used its seq: a copy */
     KA_LEDGER_MALFORMED,     /* refused; err says why */
 };
 
@@ -73,6 +82,13 @@ enum ka_ledger_applied ka_ledger_state_apply(ka_ledger_state_t *s, const void *b
 
 /* Drops the bookkeeping of intents whose TTL passed; returns how many. */
 size_t ka_ledger_state_expire(ka_ledger_state_t *s, int64_t loop_now_ms);
+/*
+ * The lowest seq this sidecar's next intent may take: above every seq read
+ * from its own earlier records (its clock may have gone back across a
+ * restart), else 0.
+ */
+uint64_t ka_ledger_state_seq_floor(const ka_ledger_state_t *s);
+
 /* Intents known and not yet ended (own pending included). */
 size_t ka_ledger_state_live(const ka_ledger_state_t *s);
 

@@ -12,7 +12,12 @@
  * A write is confirmed to its caller only once the record was acknowledged
  * by the topic's in-sync replicas and read back here, so the caller's answer
  * describes the policy that is then in force; a write that is not
- * acknowledged within the timeout fails, and the layer stays as it was.
+ * acknowledged within the timeout fails, and the layer stays as it was. A
+ * write that another change beat to the topic (it landed after a record it
+ * did not know of) changes nothing and fails with KA_ECONFLICT.
+ *
+ * With a cluster secret every record is signed and every record read is
+ * checked (ka_own_mac.h); a refused one changes nothing and is counted.
  *
  * librdkafka runs its own threads; its events are served on the loop
  * (ka_rdk.h), so nothing blocks the loop. Every callback runs on the loop
@@ -28,6 +33,7 @@
 #include <uv.h>
 
 #include "ka_limits_record.h"
+#include "ka_metrics.h"
 #include "ka_rdk.h"
 
 /* How long a write may wait for the replicas' acknowledgement and its read-back. */
@@ -56,14 +62,18 @@ typedef struct ka_limits_settings {
     const char *bootstrap; /* "host:port" of a broker (kadmit's own upstream) */
     const char *topic;
     const char *writer; /* written_by of this sidecar's records */
-    /* TLS and SASL like kadmit's metadata connection (ka_rdk_security_from), or NULL. */
+    /* TLS and SASL like kadmit's metadata connection (ka_rdk_security_from),
+     * and the cluster secret that signs the records; or NULL. */
     const ka_rdk_security_t *security;
+    /* Refusals, conflicts, repairs and the limits_loaded gauge; or NULL. */
+    ka_metrics_t *metrics;
 } ka_limits_settings_t;
 
 /*
  * A write's outcome: rc 0 once the record at `offset` was acknowledged and
- * read back (record() has run for it); a negative ka_err and a sentence in
- * `why` when it was not acknowledged in time or failed.
+ * read back (record() has run for it); KA_ECONFLICT when it was read back
+ * but another change came first (nothing changed); another negative ka_err
+ * and a sentence in `why` when it was not acknowledged in time or failed.
  */
 typedef void (*ka_limits_written_fn)(void *arg, int rc, int64_t offset, const char *why);
 
@@ -76,10 +86,11 @@ int ka_limits_start(uv_loop_t *loop, const ka_limits_settings_t *settings,
                     size_t errlen);
 
 /*
- * Writes `layer` (a merge patch; "{}" clears) as the topic's record. `done`
- * runs later, exactly once (also when the module closes first). Returns 0,
- * or a negative ka_err with a sentence in err when the write could not even
- * be queued (then `done` never runs).
+ * Writes `layer` (a merge patch; "{}" clears) as the topic's record, for the
+ * topic's end as read here. `done` runs later, exactly once (also when the
+ * module closes first). Returns 0, or a negative ka_err with a sentence in
+ * err when the write could not even be queued (then `done` never runs):
+ * KA_ECONFLICT while another write of this sidecar's is not yet read back.
  */
 int ka_limits_write(ka_limits_t *l, const char *layer, ka_limits_written_fn done, void *arg,
                     char *err, size_t errlen);

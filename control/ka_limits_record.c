@@ -42,8 +42,8 @@ bool ka_limits_layer_is_empty(const char *layer)
     return empty;
 }
 
-int ka_limits_record_encode(const char *overrides, const char *written_by, int64_t written_at_ms,
-                            char **out, size_t *out_len)
+int ka_limits_record_encode(const char *overrides, int64_t at, const char *written_by,
+                            int64_t written_at_ms, char **out, size_t *out_len)
 {
     json_t *layer = layer_object(overrides), *doc;
 
@@ -51,9 +51,9 @@ int ka_limits_record_encode(const char *overrides, const char *written_by, int64
     *out_len = 0;
     if (layer == NULL)
         return KA_EINVALID;
-    doc = json_pack("{s:i,s:o,s:s,s:I}", "kadmit.limits", RECORD_FORMAT, "overrides", layer,
-                    "written_by", written_by ? written_by : "", "written_at_ms",
-                    (json_int_t)written_at_ms);
+    doc = json_pack("{s:i,s:o,s:I,s:s,s:I}", "kadmit.limits", RECORD_FORMAT, "overrides", layer,
+                    "at", (json_int_t)at, "written_by", written_by ? written_by : "",
+                    "written_at_ms", (json_int_t)written_at_ms);
     if (doc == NULL)
         return KA_ENOMEM;
     *out = json_dumps(doc, DUMP_FLAGS);
@@ -74,10 +74,11 @@ int ka_limits_record_decode(const void *value, size_t len, ka_limits_record_t *r
                             size_t errlen)
 {
     json_error_t jerr;
-    json_t *doc, *format, *layer, *by, *at;
+    json_t *doc, *format, *layer, *by, *at, *place;
     int rc = KA_EINVALID;
 
     memset(rec, 0, sizeof(*rec));
+    rec->at = -1;
     if (value == NULL) {
         rec->tombstone = true;
         return 0;
@@ -96,6 +97,7 @@ int ka_limits_record_decode(const void *value, size_t len, ka_limits_record_t *r
     layer = json_object_get(doc, "overrides");
     by = json_object_get(doc, "written_by");
     at = json_object_get(doc, "written_at_ms");
+    place = json_object_get(doc, "at");
     if (!json_is_integer(format) || json_integer_value(format) != RECORD_FORMAT) {
         snprintf(err, errlen,
                  "the record does not start a format-1 limits document "
@@ -112,6 +114,12 @@ int ka_limits_record_decode(const void *value, size_t len, ka_limits_record_t *r
                  "\"written_at_ms\" an integer");
         goto out;
     }
+    if (place != NULL && (!json_is_integer(place) || json_integer_value(place) < 0)) {
+        snprintf(err, errlen, "the record's \"at\" must be an offset (an integer >= 0)");
+        goto out;
+    }
+    if (place != NULL)
+        rec->at = (int64_t)json_integer_value(place);
     if (json_object_size(layer) > 0) {
         rec->overrides = json_dumps(layer, DUMP_FLAGS);
         if (rec->overrides == NULL) {
@@ -126,6 +134,14 @@ int ka_limits_record_decode(const void *value, size_t len, ka_limits_record_t *r
 out:
     json_decref(doc);
     return rc;
+}
+
+enum ka_limits_place ka_limits_record_place(const ka_limits_record_t *rec, int64_t offset,
+                                            bool secret_set)
+{
+    if (rec->tombstone || rec->at < 0)
+        return secret_set ? KA_LIMITS_UNPLACED : KA_LIMITS_IN_PLACE;
+    return rec->at == offset ? KA_LIMITS_IN_PLACE : KA_LIMITS_MOVED;
 }
 
 /*

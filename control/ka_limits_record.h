@@ -10,11 +10,21 @@
  * records in offset order, so all of them converge on the same layer.
  *
  * The record's value is a small JSON document:
- *   {"kadmit.limits": 1, "overrides": {<merge patch>},
+ *   {"kadmit.limits": 1, "overrides": {<merge patch>}, "at": <offset>,
  *    "written_by": "<sidecar>", "written_at_ms": <unix ms>}
- * An empty "overrides" or a tombstone (no value) clears the layer. Unknown
- * keys are ignored, so a newer writer's additions do not stop an older
- * reader; a record that is not such a document is reported and skipped.
+ * An empty "overrides" clears the layer. Unknown keys are ignored, so a
+ * newer writer's additions do not stop an older reader; a record that is
+ * not such a document is reported and skipped.
+ *
+ * Each record carries the whole layer, composed by its writer over the
+ * layer in force when every record before offset "at" had been read, so a
+ * record changes the layer only if it landed at exactly that offset
+ * (ka_limits_record_place): a concurrent change that landed first moves it,
+ * and so does re-producing an old record, which then changes nothing. The
+ * rule needs only the record and its offset, so it holds alike for a
+ * sidecar that read the topic from its first record and for one that
+ * started after compaction removed older ones. Records written before "at"
+ * existed (and tombstones) apply only while no cluster secret is set.
  *
  * Pure code (jansson only): unit-tested without Kafka.
  */
@@ -40,16 +50,33 @@ typedef struct ka_limits_record {
     char *overrides;                       /* compact, sorted merge patch; NULL: layer empty */
     char written_by[KA_LIMITS_WRITER_MAX]; /* who wrote it; "" for a tombstone */
     int64_t written_at_ms;                 /* wall-clock ms of the write; 0 when unknown */
-    bool tombstone;                        /* the record had no value */
+    int64_t at;     /* the offset it was written to land at; -1: none (an older writer) */
+    bool tombstone; /* the record had no value */
 } ka_limits_record_t;
 
+/* Whether a record read at an offset may change the layer. */
+enum ka_limits_place {
+    KA_LIMITS_IN_PLACE = 0, /* it landed where it was written for: it applies */
+    KA_LIMITS_MOVED,        /* it landed elsewhere: a concurrent change came first, or a copy */
+    KA_LIMITS_UNPLACED, /* it names no offset (older writer, tombstone): only without a secret */
+};
+
 /*
- * The value for a layer (`overrides` NULL or "{}" clears it). *out gets a
- * NUL-terminated JSON text to free(). Returns 0, KA_EINVALID when
- * `overrides` is not a JSON object, or KA_ENOMEM.
+ * The value for a layer (`overrides` NULL or "{}" clears it) that must land
+ * at offset `at`. *out gets a NUL-terminated JSON text to free(). Returns
+ * 0, KA_EINVALID when `overrides` is not a JSON object, or KA_ENOMEM.
  */
-int ka_limits_record_encode(const char *overrides, const char *written_by, int64_t written_at_ms,
-                            char **out, size_t *out_len);
+int ka_limits_record_encode(const char *overrides, int64_t at, const char *written_by,
+                            int64_t written_at_ms, char **out, size_t *out_len);
+
+/*
+ * The apply rule for a record read at `offset`. With `secret_set`, a record
+ * without "at" is refused as KA_LIMITS_UNPLACED; without one it applies as
+ * it did before "at" existed (so a cluster can be upgraded sidecar by
+ * sidecar).
+ */
+enum ka_limits_place ka_limits_record_place(const ka_limits_record_t *rec, int64_t offset,
+                                            bool secret_set);
 
 /*
  * Reads a record's value (NULL for a tombstone). Fills rec (free it with

@@ -149,7 +149,8 @@ static void limits_start(ka_policy_reload_t *r, const ka_config_t *cfg)
     ka_limits_settings_t settings = {.bootstrap = bootstrap,
                                      .topic = r->topic,
                                      .writer = cfg->sidecar_id,
-                                     .security = &security};
+                                     .security = &security,
+                                     .metrics = ka_server_metrics(r->srv)};
 
     snprintf(bootstrap, sizeof(bootstrap), strchr(broker->host, ':') ? "[%s]:%u" : "%s:%u",
              broker->host, (unsigned)broker->port);
@@ -165,6 +166,8 @@ void ka_policy_reload_start(ka_policy_reload_t *r, ka_server_t *srv, const ka_co
 {
     char err[512] = "";
 
+    /* Decisions wait for the limits topic only when there is one. */
+    ka_server_metrics(srv)->limits_loaded = !(r->open && r->cluster);
     if (!r->open)
         return;
     r->srv = srv;

@@ -46,6 +46,8 @@ void ka_rdk_security_from(ka_rdk_security_t *out, const ka_config_t *cfg,
     out->cert_file = cfg->upstream_cert;
     out->key_file = cfg->upstream_key;
     out->verify = cfg->upstream_verify;
+    out->records.secret = (const uint8_t *)cfg->cluster_secret;
+    out->records.len = cfg->cluster_secret_len;
     if (sec != NULL && sec->mechanism[0] != '\0') {
         out->mechanism = sec->mechanism;
         out->username = sec->username;

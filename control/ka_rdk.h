@@ -34,6 +34,7 @@
 #include <uv.h>
 
 #include "ka_config.h"
+#include "ka_own_mac.h"
 #include "ka_transport.h"
 
 typedef struct ka_rdk ka_rdk_t;
@@ -50,6 +51,10 @@ typedef struct ka_rdk_security {
     const char *mechanism; /* "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"; NULL or "" for none */
     const char *username;
     const char *password;
+    /* The cluster secret that signs and checks the records of kadmit's own
+     * topics (ka_own_mac.h); not a librdkafka setting, but it travels with
+     * the rest of what makes these clients trusted. */
+    ka_own_key_t records;
 } ka_rdk_security_t;
 
 typedef struct ka_rdk_settings {
@@ -69,7 +74,8 @@ typedef struct ka_rdk_settings {
  */
 typedef void (*ka_rdk_event_cb)(void *arg, ka_rdk_t *rdk, rd_kafka_event_t *ev);
 
-/* The security of the metadata connection: TLS files from cfg, SASL from sec. */
+/* The security of the metadata connection: TLS files from cfg, SASL from sec;
+ * and cfg's cluster secret for the records. */
 void ka_rdk_security_from(ka_rdk_security_t *out, const ka_config_t *cfg,
                           const ka_upstream_security_t *sec);
 

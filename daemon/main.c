@@ -26,6 +26,7 @@
 #include "ka_engine.h"
 #include "ka_error.h"
 #include "ka_log.h"
+#include "ka_own_mac.h"
 #include "ka_policy_file.h"
 #include "ka_policy_reload.h"
 #include "ka_proxy.h"
@@ -453,6 +454,13 @@ int main(int argc, char **argv)
         ka_policy_reload_free(ps);
         return 2;
     }
+    /* So is a cluster secret that cannot be read or is too short. */
+    if (ka_config_load_cluster_secret(&cfg, KA_OWN_SECRET_MIN, err, sizeof(err)) < 0) {
+        fprintf(stderr, "kadmit: %s\n", err);
+        ka_policy_unref(policy);
+        ka_policy_reload_free(ps);
+        return 2;
+    }
     ka_log_setup(cfg.log_level, cfg.log_format);
     /* A peer that vanishes mid-write is an error code, not a signal. */
     signal(SIGPIPE, SIG_IGN);
@@ -464,6 +472,17 @@ int main(int argc, char **argv)
         ka_policy_unref(policy);
         return 1;
     }
+    ka_server_metrics(srv)->cluster_secret_configured = cfg.cluster_secret_len > 0;
+    if (cfg.ledger > 0 && cfg.cluster_secret_len == 0)
+        ka_log(KA_LOG_WARN,
+               "NO CLUSTER SECRET: kadmit's own records are not signed, and any client that can "
+               "produce to the ledger or limits topic changes every sidecar's decisions; set "
+               "--cluster-secret-file (the same secret on every sidecar)",
+               KA_KS("ledger_topic", cfg.ledger_topic), KA_KS("limits_topic", cfg.limits_topic));
+    else if (cfg.cluster_secret_len > 0)
+        ka_log(KA_LOG_INFO, "kadmit's own records are signed and checked",
+               KA_KS("mac", "HMAC-SHA256"), KA_KS("header", KA_OWN_MAC_HEADER),
+               KA_KI("secret_bytes", cfg.cluster_secret_len));
     /* Without --policy nothing but ApiVersions is intercepted (the fast path). */
     if (policy != NULL && ka_admission_start(srv, policy, err, sizeof(err)) < 0) {
         fprintf(stderr, "kadmit: %s\n", err);

@@ -20,6 +20,8 @@ const char *ka_strerror(int err)
         return "unsupported API version";
     case KA_EOVERFLOW:
         return "output buffer too small";
+    case KA_ECONFLICT:
+        return "another change came first";
     default:
         return "unknown error";
     }

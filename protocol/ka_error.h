@@ -26,6 +26,7 @@ enum ka_err {
     KA_ETRAILING = -5,    /* bytes remained after a complete message */
     KA_EUNSUPPORTED = -6, /* an API version kadmit does not decode */
     KA_EOVERFLOW = -7,    /* a writer ran out of space */
+    KA_ECONFLICT = -8,    /* a change was based on a state that another change replaced */
 };
 
 /* A short, static description of a ka_err code ("frame truncated", ...). */

@@ -169,6 +169,37 @@ def _pid_alive(pid: int, marker: str) -> bool:
     return marker in cmd
 
 
+# Every sidecar the harness starts signs and checks kadmit's own records, as a production
+# cluster should: the same secret for all of them, unless a test passes its own
+# (--cluster-secret-file, or KADMIT_CLUSTER_SECRET in env; "" means none).
+HARNESS_CLUSTER_SECRET = "kadmit-harness-cluster-secret-7f3a9c0e5b1d4e2f8a6c"
+
+
+def own_record_mac(kind: str, key: bytes | None, value: bytes | None,
+                   secret: str = HARNESS_CLUSTER_SECRET) -> bytes:
+    """The kadmit-mac header of a record of kadmit's own topics (kind "ledger" or "limits"),
+    as a sidecar holding `secret` signs it: HMAC-SHA256 over the domain tag, the key and the
+    value, each prefixed by its length as 8 big-endian bytes (null: 2^64-1)."""
+    import hashlib
+    import hmac
+    import struct
+
+    def part(b: bytes | None) -> bytes:
+        return struct.pack(">Q", 2**64 - 1) if b is None else struct.pack(">Q", len(b)) + b
+    msg = part(f"kadmit-{kind}-v1".encode()) + part(key) + part(value)
+    return hmac.new(secret.encode(), msg, hashlib.sha256).digest()
+
+
+def with_cluster_secret(argv: list[str], env: dict | None) -> dict:
+    """env (default: this process's) with KADMIT_CLUSTER_SECRET set for a kadmit started with
+    argv, unless it already has a secret of its own."""
+    out = dict(os.environ if env is None else env)
+    if ("--cluster-secret-file" not in argv and "KADMIT_CLUSTER_SECRET" not in out
+            and "KADMIT_CLUSTER_SECRET_FILE" not in out):
+        out["KADMIT_CLUSTER_SECRET"] = HARNESS_CLUSTER_SECRET
+    return out
+
+
 class Proc:
     """A child process recorded by a pid file, so another process can stop it."""
 
@@ -182,6 +213,8 @@ class Proc:
     def spawn(self, argv: list[str], env: dict | None = None) -> None:
         if self.alive():
             raise RuntimeError(f"{self.name} already running (pid {self.pid()})")
+        if Path(argv[0]).name == "kadmit":
+            env = with_cluster_secret(argv, env)
         log = open(self.logfile, "ab")
         log.write(f"\n=== {time.strftime('%H:%M:%S')} start: {' '.join(argv)}\n".encode())
         log.flush()

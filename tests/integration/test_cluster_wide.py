@@ -39,7 +39,7 @@ import clients  # noqa: E402
 import kafka_wire  # noqa: E402
 from admin_client import get_json, http, wait_ready  # noqa: E402
 from kafka_cluster import (HOST, KafkaCluster, Sidecar, Sidecars, kadmit_bin,  # noqa: E402
-                           own_cluster, port_base, port_open, tail)
+                           own_cluster, own_record_mac, port_base, port_open, tail)
 
 OFFSET = 330
 LEDGER = "__kadmit_ledger"
@@ -135,10 +135,17 @@ class CW:
         return t["partitions"][0]["leader"]
 
     def ledger_write(self, key: str, record: dict) -> None:
-        """Appends one record to the ledger with kcat, straight to the brokers."""
-        clients.run([clients.KCAT, "-P", "-b", self.c.direct_bootstrap, "-t", LEDGER, "-p", "0",
-                     "-K", "|", "-X", "acks=all"], input_=f"{key}|{json.dumps(record)}\n".encode(),
-                    timeout=60)
+        """Appends one record to the ledger, straight to the brokers, signed as a sidecar of
+        this cluster signs it (the harness gives every sidecar the same secret)."""
+        from confluent_kafka import Producer
+        value = json.dumps(record).encode()
+        p = Producer({"bootstrap.servers": self.c.direct_bootstrap, "acks": "all"})
+        errors: list = []
+        p.produce(LEDGER, key=key.encode(), value=value, partition=0,
+                  headers=[("kadmit-mac", own_record_mac("ledger", key.encode(), value))],
+                  on_delivery=lambda err, msg: errors.append(err))
+        p.flush(60)
+        assert errors == [None], errors
 
     def wait_reserved(self, sidecar: int, reserved: dict[int, int], timeout: float = 15.0) -> None:
         deadline = time.monotonic() + timeout

@@ -276,6 +276,11 @@ class Sidecar:
                 files = configmap_files()[v["configMap"]["name"]]
                 atomic_write(d, {k: p.read_bytes() for k, p in files.items()},
                              v["configMap"].get("defaultMode", 0o644))
+            elif "secret" in v and v["secret"]["secretName"] == "kadmit-cluster-secret":
+                # What `kubectl create secret generic kadmit-cluster-secret
+                # --from-literal=secret=$(openssl rand -hex 32)` makes (docs/deploy.md).
+                atomic_write(d, {"secret": os.urandom(32).hex().encode() + b"\n"},
+                             v["secret"].get("defaultMode", 0o644), self.rt.fs_group)
             elif "secret" in v:
                 self.token = "ct-" + os.urandom(16).hex()
                 atomic_write(d, {"token": self.token.encode() + b"\n"},
@@ -600,6 +605,7 @@ def test_compose_agrees_with_the_image(runtime):
         targets = [v["target"] for v in svc["volumes"]]
         assert str(Path(env["KADMIT_POLICY"]).parent) in targets
         assert env["KADMIT_ADMIN_TOKEN_FILE"] in [x["target"] for x in svc["secrets"]]
+        assert env["KADMIT_CLUSTER_SECRET_FILE"] in [x["target"] for x in svc["secrets"]]
         assert seconds(svc["stop_grace_period"]) > int(env["KADMIT_DRAIN_TIMEOUT"])
 
 

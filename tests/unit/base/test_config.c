@@ -27,10 +27,11 @@ static int parse(ka_config_t *cfg, int argc, const char **argv)
 static int clear_env(void **state)
 {
     (void)state;
-    const char *vars[] = {"KADMIT_LISTEN",      "KADMIT_UPSTREAM",         "KADMIT_BUFFER_MEMORY",
-                          "KADMIT_LOG_LEVEL",   "KADMIT_MAX_CONNECTIONS",  "KADMIT_IDLE_TIMEOUT",
-                          "KADMIT_ADMIN",       "KADMIT_ADMIN_TOKEN_FILE", "KADMIT_ADMIN_TOKEN",
-                          "KADMIT_MAX_INFLIGHT"};
+    const char *vars[] = {
+        "KADMIT_LISTEN",       "KADMIT_UPSTREAM",         "KADMIT_BUFFER_MEMORY",
+        "KADMIT_LOG_LEVEL",    "KADMIT_MAX_CONNECTIONS",  "KADMIT_IDLE_TIMEOUT",
+        "KADMIT_ADMIN",        "KADMIT_ADMIN_TOKEN_FILE", "KADMIT_ADMIN_TOKEN",
+        "KADMIT_MAX_INFLIGHT", "KADMIT_CLUSTER_SECRET",   "KADMIT_CLUSTER_SECRET_FILE"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
         unsetenv(vars[i]);
     return 0;
@@ -284,6 +285,47 @@ static void test_admin_token(void **state)
     clear_env(NULL);
 }
 
+/* The cluster secret: from its file or variable, refused below 32 bytes. */
+static void test_cluster_secret(void **state)
+{
+    (void)state;
+    ka_config_t cfg;
+    const char *a1[] = {"kadmit", "--upstream", "h:1"};
+
+    assert_int_equal(parse(&cfg, 3, a1), KA_CONFIG_RUN);
+    assert_int_equal(ka_config_load_cluster_secret(&cfg, 32, err, sizeof(err)), 0);
+    assert_int_equal(cfg.cluster_secret_len, 0);
+    setenv("KADMIT_CLUSTER_SECRET", "too-short-for-a-cluster-secret", 1);
+    assert_true(ka_config_load_cluster_secret(&cfg, 32, err, sizeof(err)) < 0);
+    assert_non_null(strstr(err, "KADMIT_CLUSTER_SECRET: the cluster secret has 30 bytes, fewer "
+                                "than the 32 it needs"));
+    assert_int_equal(cfg.cluster_secret_len, 0);
+    setenv("KADMIT_CLUSTER_SECRET", "0123456789abcdef0123456789abcdef\n", 1);
+    assert_int_equal(ka_config_load_cluster_secret(&cfg, 32, err, sizeof(err)), 0);
+    assert_int_equal(cfg.cluster_secret_len, 32);
+
+    char path[] = "/tmp/kadmit-secret-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fputs("short\n", f);
+    fclose(f);
+    const char *a2[] = {"kadmit", "--upstream", "h:1", "--cluster-secret-file", path};
+    assert_int_equal(parse(&cfg, 5, a2), KA_CONFIG_RUN);
+    assert_true(ka_config_load_cluster_secret(&cfg, 32, err, sizeof(err)) < 0);
+    assert_non_null(strstr(err, "--cluster-secret-file: the cluster secret has 5 bytes"));
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("a-secret-of-the-cluster-from-its-file-0123456789\n", f);
+    fclose(f);
+    assert_int_equal(ka_config_load_cluster_secret(&cfg, 32, err, sizeof(err)), 0);
+    assert_int_equal(cfg.cluster_secret_len, 48);
+    assert_memory_equal(cfg.cluster_secret, "a-secret-of-the-cluster-from-its-file-0123456789", 48);
+    unlink(path);
+    clear_env(NULL);
+}
+
 static void test_help_and_version(void **state)
 {
     (void)state;
@@ -461,6 +503,7 @@ int main(void)
         cmocka_unit_test_setup(test_errors_name_flag_and_value, clear_env),
         cmocka_unit_test_setup(test_admin_address_and_off, clear_env),
         cmocka_unit_test_setup(test_admin_token, clear_env),
+        cmocka_unit_test_setup(test_cluster_secret, clear_env),
         cmocka_unit_test_setup(test_help_and_version, clear_env),
         cmocka_unit_test_setup(test_tls_and_sasl_flags, clear_env),
         cmocka_unit_test_setup(test_held_request_cap_must_fit_the_pool_with_a_policy, clear_env),

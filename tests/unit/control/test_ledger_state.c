@@ -187,13 +187,64 @@ static void test_ttl_bounds_what_a_record_can_reserve(void **state)
     assert_int_equal(apply(s, log, 0, &own), KA_LEDGER_TOO_OLD);
     assert_int_equal(apply(s, log, 1, &own), KA_LEDGER_APPLIED);
     assert_int_equal(apply(s, log, 2, &own), KA_LEDGER_APPLIED);
-    assert_int_equal(apply(s, log, 3, &own), KA_LEDGER_IGNORED);
+    assert_int_equal(apply(s, log, 3, &own), KA_LEDGER_REPLAYED); /* counted once */
     assert_int_equal(ka_reservations_count(mirror), 2);
     /* "recent" has 1 s left; "future" no more than one TTL. */
     assert_int_equal(ka_reservations_expire(mirror, 1000), 1);
     assert_int_equal(ka_ledger_state_expire(s, 1000), 1);
     assert_int_equal(ka_reservations_expire(mirror, TTL), 1);
     assert_int_equal(ka_ledger_state_expire(s, TTL), 1);
+}
+
+/* Copies of authentic records produced again: an intent whose seq its
+ * sidecar already used reserves nothing (also after its outcome dropped it,
+ * which is when a copy would otherwise count again), a copy of an outcome
+ * finds nothing to release, and this sidecar's next seq stays above its
+ * own earlier ones. */
+static void test_replayed_intents_and_outcomes_change_nothing(void **state)
+{
+    fx_t *f = *state;
+    ka_reservations_t *mirror = f->mirror;
+    ka_ledger_state_t *s = f->s;
+    log_t *log = &f->log;
+    uint64_t own = 0;
+    append_intent(log, "b", 5, "released", WALL); /* 0 */
+    append_outcome(log, "b", 5, 0);               /* 1: b released it */
+    append_intent(log, "b", 5, "released", WALL); /* 2: copy of 0 */
+    append_intent(log, "b", 6, "kept", WALL);     /* 3 */
+    append_outcome(log, "b", 6, 1);               /* 4: admitted */
+    append_intent(log, "b", 4, "older", WALL);    /* 5: a copy of an older one */
+    append_outcome(log, "b", 6, 0);               /* 6: an outcome of 6 again: it is gone */
+    append_outcome(log, "b", 5, 0);               /* 7: copy of 1 */
+    append_intent(log, "a", 900, "mine-earlier-run", WALL); /* 8 */
+    assert_int_equal(apply(s, log, 0, &own), KA_LEDGER_APPLIED);
+    assert_int_equal(apply(s, log, 1, &own), KA_LEDGER_APPLIED);
+    assert_int_equal(ka_reservations_count(mirror), 0);
+    assert_int_equal(apply(s, log, 2, &own), KA_LEDGER_REPLAYED);
+    assert_int_equal(ka_reservations_count(mirror), 0);
+    assert_int_equal(apply(s, log, 3, &own), KA_LEDGER_APPLIED);
+    assert_int_equal(apply(s, log, 4, &own), KA_LEDGER_APPLIED);
+    assert_int_equal(ka_reservations_count(mirror), 1);
+    assert_int_equal(apply(s, log, 5, &own), KA_LEDGER_REPLAYED);
+    assert_int_equal(apply(s, log, 6, &own), KA_LEDGER_IGNORED);
+    assert_int_equal(apply(s, log, 7, &own), KA_LEDGER_IGNORED);
+    assert_int_equal(ka_reservations_count(mirror), 1);
+    assert_true(ka_reservations_has_topic(mirror, (ka_slice_t){(const uint8_t *)"kept", 4}));
+    assert_int_equal(ka_ledger_state_live(s), 0);
+    /* a's own earlier run: its next intent must take a higher seq. */
+    assert_int_equal(ka_ledger_state_seq_floor(s), 0);
+    assert_int_equal(apply(s, log, 8, &own), KA_LEDGER_APPLIED);
+    assert_int_equal(ka_ledger_state_seq_floor(s), 901);
+    /* A TTL on, the highest seqs are forgotten: a copy is then older
+     * than its TTL by its own timestamp. */
+    ka_ledger_state_expire(s, TTL - 1);
+    assert_int_equal(ka_ledger_state_seq_floor(s), 901);
+    ka_ledger_state_expire(s, TTL);
+    assert_int_equal(ka_ledger_state_seq_floor(s), 0);
+    char err[256] = "";
+    assert_int_equal(ka_ledger_state_apply(s, log->e[5].bytes, log->e[5].len, 9, WALL + TTL, TTL,
+                                           &own, err, sizeof(err)),
+                     KA_LEDGER_TOO_OLD);
 }
 
 static void test_malformed_records_change_nothing(void **state)
@@ -334,6 +385,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_abandoned_own_intent_is_skipped_when_read_back,
                                         fx_open, fx_close),
         cmocka_unit_test_setup_teardown(test_ttl_bounds_what_a_record_can_reserve, fx_open,
+                                        fx_close),
+        cmocka_unit_test_setup_teardown(test_replayed_intents_and_outcomes_change_nothing, fx_open,
                                         fx_close),
         cmocka_unit_test_setup_teardown(test_malformed_records_change_nothing, fx_open, fx_close),
         cmocka_unit_test(test_no_interleaving_of_sidecars_admits_more_than_the_limit),

@@ -30,7 +30,8 @@ typedef struct fixture {
     ka_admin_reply_t *reply;
     ka_policy_t *submitted;
     bool reset;
-    bool refuse; /* policy_submit fails at once */
+    bool refuse;   /* policy_submit fails at once */
+    int refuse_rc; /* with this error (0: KA_EINVALID) */
     int wakes;
     const char *layer; /* what layers_get reports */
 } fixture_t;
@@ -45,7 +46,7 @@ static int fake_submit(void *ctx, ka_policy_t *next, bool reset, ka_admin_reply_
     (void)ctx;
     if (f->refuse) {
         snprintf(err, errlen, "the limits topic is not readable yet");
-        return KA_EINVALID;
+        return f->refuse_rc != 0 ? f->refuse_rc : KA_EINVALID;
     }
     f->reply = reply;
     f->submitted = ka_policy_ref(next);
@@ -228,6 +229,43 @@ static void test_submit_refused_at_once_is_a_503(void **state)
     free(out);
 }
 
+/* A change that another change beat to the limits topic: 409 with a JSON
+ * error, whether it is known when the record is read back or at once (this
+ * sidecar's previous change is still being written); nothing changes. */
+static void test_change_another_came_before_is_a_409(void **state)
+{
+    fixture_t *f = *state;
+    uint64_t before = ka_policy_version(f->fake.policy);
+    char *out;
+    json_t *doc;
+
+    feed(f, PUT_BROKER_2);
+    assert_non_null(f->reply);
+    ka_admin_reply_finish(f->reply, KA_ECONFLICT, NULL, NULL, NULL,
+                          "written for offset 12 and landed at 13");
+    out = take(f);
+    assert_non_null(strstr(out, "HTTP/1.1 409"));
+    doc = body_of(out);
+    assert_non_null(strstr(json_string_value(at(doc, "error")), "another change of the cluster's "
+                                                                "limits came first: written for "
+                                                                "offset 12 and landed at 13"));
+    json_decref(doc);
+    free(out);
+    assert_int_equal(f->fake.apply_calls, 0);
+    assert_int_equal(ka_policy_version(f->fake.policy), before);
+
+    f->reply = NULL;
+    f->refuse = true;
+    f->refuse_rc = KA_ECONFLICT;
+    feed(f, PUT_BROKER_2);
+    assert_int_equal(ka_admin_session_resume(&f->session), 0);
+    assert_null(f->reply);
+    out = take(f);
+    assert_non_null(strstr(out, "HTTP/1.1 409"));
+    assert_non_null(strstr(out, "came first"));
+    free(out);
+}
+
 static void test_reply_for_a_closed_connection_is_dropped(void **state)
 {
     fixture_t *f = *state;
@@ -302,6 +340,7 @@ int main(void)
         FRESH(test_mutation_is_answered_after_the_write_and_later_requests_wait),
         FRESH(test_failed_write_is_a_503_and_changes_nothing),
         FRESH(test_submit_refused_at_once_is_a_503),
+        FRESH(test_change_another_came_before_is_a_409),
         FRESH(test_reply_for_a_closed_connection_is_dropped),
         FRESH(test_delete_overrides_submits_a_reset),
         FRESH(test_policy_get_names_layers_and_each_limits_source),

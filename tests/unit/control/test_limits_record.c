@@ -67,7 +67,7 @@ static void test_record_round_trips_layer_writer_and_time(void **state)
 
     (void)state;
     assert_int_equal(ka_limits_record_encode("{\"brokers\":{\"2\":{\"max.broker.partitions\":7}}}",
-                                             "sidecar 1", 1764600000123, &value, &len),
+                                             41, "sidecar 1", 1764600000123, &value, &len),
                      0);
     assert_int_equal(len, strlen(value));
     assert_int_equal(ka_limits_record_decode(value, len, &rec, err, sizeof(err)), 0);
@@ -75,6 +75,7 @@ static void test_record_round_trips_layer_writer_and_time(void **state)
     assert_string_equal(rec.overrides, "{\"brokers\":{\"2\":{\"max.broker.partitions\":7}}}");
     assert_string_equal(rec.written_by, "sidecar 1");
     assert_int_equal(rec.written_at_ms, 1764600000123);
+    assert_int_equal(rec.at, 41);
     ka_limits_record_clear(&rec);
     free(value);
 }
@@ -86,7 +87,7 @@ static void test_empty_layer_and_tombstone_both_clear(void **state)
     size_t len;
 
     (void)state;
-    assert_int_equal(ka_limits_record_encode(NULL, "sidecar 2", 5, &value, &len), 0);
+    assert_int_equal(ka_limits_record_encode(NULL, 0, "sidecar 2", 5, &value, &len), 0);
     assert_int_equal(ka_limits_record_decode(value, len, &rec, err, sizeof(err)), 0);
     assert_null(rec.overrides);
     assert_false(rec.tombstone);
@@ -106,9 +107,47 @@ static void test_encode_refuses_a_layer_that_is_not_an_object(void **state)
     size_t len;
 
     (void)state;
-    assert_int_equal(ka_limits_record_encode("[1]", "x", 0, &value, &len), KA_EINVALID);
+    assert_int_equal(ka_limits_record_encode("[1]", 0, "x", 0, &value, &len), KA_EINVALID);
     assert_null(value);
-    assert_int_equal(ka_limits_record_encode("{", "x", 0, &value, &len), KA_EINVALID);
+    assert_int_equal(ka_limits_record_encode("{", 0, "x", 0, &value, &len), KA_EINVALID);
+}
+
+/* The compare-and-set rule: a record changes the layer only at the offset it
+ * was written for, so a change that lost a race, or a copy of an old record
+ * produced again, changes nothing; a record of an older writer (no "at")
+ * applies only without a cluster secret. */
+static void test_record_applies_only_at_the_offset_it_was_written_for(void **state)
+{
+    ka_limits_record_t rec;
+    char *value, err[256] = "";
+    size_t len;
+
+    (void)state;
+    assert_int_equal(
+        ka_limits_record_encode("{\"max.broker.partitions\":30}", 7, "s1", 1, &value, &len), 0);
+    assert_int_equal(ka_limits_record_decode(value, len, &rec, err, sizeof(err)), 0);
+    assert_int_equal(ka_limits_record_place(&rec, 7, true), KA_LIMITS_IN_PLACE);
+    assert_int_equal(ka_limits_record_place(&rec, 7, false), KA_LIMITS_IN_PLACE);
+    /* Another writer's record took offset 7: this one landed at 8. */
+    assert_int_equal(ka_limits_record_place(&rec, 8, true), KA_LIMITS_MOVED);
+    assert_int_equal(ka_limits_record_place(&rec, 8, false), KA_LIMITS_MOVED);
+    /* The same bytes produced again much later (a replay). */
+    assert_int_equal(ka_limits_record_place(&rec, 1000, true), KA_LIMITS_MOVED);
+    assert_int_equal(ka_limits_record_place(&rec, 6, true), KA_LIMITS_MOVED);
+    ka_limits_record_clear(&rec);
+    free(value);
+
+    const char *legacy = "{\"kadmit.limits\":1,\"overrides\":{\"max.broker.partitions\":9}}";
+    assert_int_equal(ka_limits_record_decode(legacy, strlen(legacy), &rec, err, sizeof(err)), 0);
+    assert_int_equal(rec.at, -1);
+    assert_int_equal(ka_limits_record_place(&rec, 3, false), KA_LIMITS_IN_PLACE);
+    assert_int_equal(ka_limits_record_place(&rec, 3, true), KA_LIMITS_UNPLACED);
+    ka_limits_record_clear(&rec);
+
+    assert_int_equal(ka_limits_record_decode(NULL, 0, &rec, err, sizeof(err)), 0);
+    assert_int_equal(ka_limits_record_place(&rec, 3, false), KA_LIMITS_IN_PLACE);
+    assert_int_equal(ka_limits_record_place(&rec, 3, true), KA_LIMITS_UNPLACED);
+    ka_limits_record_clear(&rec);
 }
 
 static void expect_refused(const char *value, int expected, const char *words)
@@ -128,6 +167,8 @@ static void test_malformed_records_are_refused_with_a_reason(void **state)
     expect_refused("not json", KA_EINVALID, "not valid JSON");
     expect_refused("{\"overrides\":{}}", KA_EINVALID, "kadmit.limits");
     expect_refused("{\"kadmit.limits\":2,\"overrides\":{}}", KA_EINVALID, "kadmit.limits");
+    expect_refused("{\"kadmit.limits\":1,\"overrides\":{},\"at\":-1}", KA_EINVALID, "\"at\"");
+    expect_refused("{\"kadmit.limits\":1,\"overrides\":{},\"at\":\"5\"}", KA_EINVALID, "\"at\"");
     expect_refused("{\"kadmit.limits\":1,\"overrides\":[]}", KA_EINVALID, "must be a JSON object");
     expect_refused("{\"kadmit.limits\":1,\"overrides\":{},\"written_by\":3}", KA_EINVALID,
                    "written_by");
@@ -324,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_record_round_trips_layer_writer_and_time),
         cmocka_unit_test(test_empty_layer_and_tombstone_both_clear),
         cmocka_unit_test(test_encode_refuses_a_layer_that_is_not_an_object),
+        cmocka_unit_test(test_record_applies_only_at_the_offset_it_was_written_for),
         cmocka_unit_test(test_malformed_records_are_refused_with_a_reason),
         cmocka_unit_test(test_oversized_record_is_refused_before_parsing),
         cmocka_unit_test(test_unknown_keys_in_a_record_are_ignored),
