@@ -21,6 +21,18 @@
  * sets): the request is then judged again, in phase two, on the limits in
  * force, never on the policy file's alone. It is written as soon as they
  * are, or fails like any intent at --ledger-timeout-ms.
+ *
+ * Time comes from one clock, the ledger's (ARCHITECTURE invariant 12): the
+ * topic stores LogAppendTime, so every record carries the time its
+ * partition leader appended it. The client's estimate of the ledger's now
+ * is the newest append time it has read or been told in a delivery report,
+ * plus the monotonic time since: a lower bound, so an intent is never
+ * thought older than it is. Before reading, the client appends a heartbeat
+ * and waits for its delivery report, which anchors the clock, so the start
+ * offset is looked up on the ledger's clock too. A sidecar whose wall clock
+ * is off therefore still counts every live intent. On a ledger topic that
+ * stores CreateTime (made by an older kadmit), the writers' clocks stand in,
+ * and a warning says so.
  */
 #include "ka_ledger.h"
 
@@ -42,7 +54,10 @@
 #define CREATE_TIMEOUT_MS 10000
 #define RETENTION_TTLS    4 /* records are kept this many TTLs */
 
-enum phase { PH_WAIT_VIEW = 0, PH_CREATING, PH_LOOKUP, PH_RETRY, PH_READING };
+enum phase { PH_WAIT_VIEW = 0, PH_CREATING, PH_CLOCK, PH_LOOKUP, PH_RETRY, PH_READING };
+
+/* The opaque of a heartbeat's delivery report (intents carry their seq, outcomes 0). */
+#define HEARTBEAT_OPAQUE UINT64_MAX
 
 typedef struct pending {
     struct pending *next;
@@ -78,7 +93,11 @@ struct ka_ledger {
     int topic_known; /* the view showed it, or creating it found it there */
     int brokers;     /* in the last view: the replication factor to create with */
     int64_t retry_at_ms;
-    lookup_t *lookup; /* in flight on the pool */
+    /* The ledger's clock: loop_ms() + clock_offset_ms once an append time is known. */
+    int clock_known;
+    int64_t clock_offset_ms;
+    int create_time_warned; /* the topic stores CreateTime: said once */
+    lookup_t *lookup;       /* in flight on the pool */
     pending_t *pending;
     uint64_t next_seq;
     ka_own_key_t key;   /* the cluster secret (borrowed), or none */
@@ -97,6 +116,35 @@ static int64_t loop_ms(ka_ledger_t *l)
 {
     uv_update_time(l->loop);
     return (int64_t)uv_now(l->loop);
+}
+
+/* The ledger's now: a lower bound of its leader's clock (wall clock until one is known). */
+static int64_t ledger_now(ka_ledger_t *l)
+{
+    return l->clock_known ? loop_ms(l) + l->clock_offset_ms : wall_ms();
+}
+
+/* A record's append time, when the topic stores LogAppendTime; 0 otherwise. An append time
+ * can only have happened by now, so the newest one anchors the clock. */
+static int64_t note_time(ka_ledger_t *l, const rd_kafka_message_t *msg)
+{
+    rd_kafka_timestamp_type_t type;
+    int64_t ts = rd_kafka_message_timestamp(msg, &type);
+
+    if (type != RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME || ts <= 0) {
+        if (type == RD_KAFKA_TIMESTAMP_CREATE_TIME && !l->create_time_warned) {
+            l->create_time_warned = 1;
+            ka_log(KA_LOG_WARN,
+                   "ledger topic stores CreateTime, not LogAppendTime: intents' ages use their "
+                   "writers' clocks; set message.timestamp.type=LogAppendTime on it",
+                   KA_KS("topic", l->topic));
+        }
+        return 0;
+    }
+    if (!l->clock_known || ts - loop_ms(l) > l->clock_offset_ms)
+        l->clock_offset_ms = ts - loop_ms(l);
+    l->clock_known = 1;
+    return ts;
 }
 
 static void set_connected(ka_ledger_t *l, int up)
@@ -220,9 +268,10 @@ static void on_record(ka_ledger_t *l, const rd_kafka_message_t *msg)
     uint64_t suppressed = 0;
     if (!record_authentic(l, msg))
         return;
+    int64_t appended = note_time(l, msg);
     enum ka_ledger_applied what =
-        ka_ledger_state_apply(l->state, msg->payload, msg->len, (uint64_t)msg->offset, wall_ms(),
-                              loop_ms(l), &seq, err, sizeof(err));
+        ka_ledger_state_apply_at(l->state, msg->payload, msg->len, (uint64_t)msg->offset, appended,
+                                 ledger_now(l), loop_ms(l), &seq, err, sizeof(err));
     if (what == KA_LEDGER_MALFORMED) {
         l->m->ledger_records_malformed++;
         ka_log(KA_LOG_WARN, "ledger record malformed, ignored", KA_KI("offset", msg->offset),
@@ -253,11 +302,21 @@ static void on_record(ka_ledger_t *l, const rd_kafka_message_t *msg)
     cb(arg, KA_LEDGER_READ_BACK, (uint64_t)msg->offset);
 }
 
+static void start_lookup(ka_ledger_t *l);
+
 static void on_delivery(ka_ledger_t *l, const rd_kafka_message_t *msg)
 {
     uint64_t seq = (uint64_t)(uintptr_t)msg->_private;
     if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
         set_connected(l, 1);
+        note_time(l, msg);
+        if (seq == HEARTBEAT_OPAQUE && l->phase == PH_CLOCK)
+            start_lookup(l); /* the clock is anchored (or the topic has none to give) */
+        return;
+    }
+    if (seq == HEARTBEAT_OPAQUE) {
+        if (l->phase == PH_CLOCK)
+            retry_later(l, "learn the ledger's clock", rd_kafka_err2str(msg->err));
         return;
     }
     ka_log(KA_LOG_WARN, "ledger append failed", KA_KS("error", rd_kafka_err2str(msg->err)),
@@ -267,7 +326,7 @@ static void on_delivery(ka_ledger_t *l, const rd_kafka_message_t *msg)
         fail_pending(l, p, rd_kafka_err2str(msg->err));
 }
 
-static void start_lookup(ka_ledger_t *l);
+static void learn_clock(ka_ledger_t *l);
 
 static void on_created(ka_ledger_t *l, rd_kafka_event_t *ev)
 {
@@ -288,7 +347,7 @@ static void on_created(ka_ledger_t *l, rd_kafka_event_t *ev)
     ka_log(KA_LOG_INFO, e ? "ledger topic already exists" : "ledger topic created",
            KA_KS("topic", l->topic));
     l->topic_known = 1;
-    start_lookup(l);
+    learn_clock(l);
 }
 
 /* Both handles' events: the consumer's fetches, the producer's reports and results. */
@@ -331,7 +390,8 @@ static int topic_config(rd_kafka_NewTopic_t *nt, int rf, int64_t ttl_ms, char *w
     snprintf(retention, sizeof(retention), "%" PRId64, ttl_ms * RETENTION_TTLS);
     if (rd_kafka_NewTopic_set_config(nt, "min.insync.replicas", isr) ||
         rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "delete") ||
-        rd_kafka_NewTopic_set_config(nt, "retention.ms", retention)) {
+        rd_kafka_NewTopic_set_config(nt, "retention.ms", retention) ||
+        rd_kafka_NewTopic_set_config(nt, "message.timestamp.type", "LogAppendTime")) {
         snprintf(why, len, "cannot set the topic's configs");
         return KA_EINVALID;
     }
@@ -427,7 +487,7 @@ static void start_lookup(ka_ledger_t *l)
     k->w.done = lookup_done;
     k->l = l;
     snprintf(k->topic, sizeof(k->topic), "%s", l->topic);
-    k->since_ms = wall_ms() - l->ttl_ms;
+    k->since_ms = ledger_now(l) - l->ttl_ms;
     if (ka_rdk_blocking_run(l->consumer, &k->w) < 0) {
         free(k);
         retry_later(l, "find the start offset", "cannot queue the lookup");
@@ -437,13 +497,28 @@ static void start_lookup(ka_ledger_t *l)
     l->phase = PH_LOOKUP;
 }
 
+/* Appends a heartbeat; its delivery report anchors the ledger's clock, then the lookup. */
+static void learn_clock(ka_ledger_t *l)
+{
+    char *json = NULL;
+    size_t len = 0;
+
+    if (ka_ledger_encode_heartbeat(l->sidecar, wall_ms(), &json, &len) < 0 ||
+        produce(l, json, len, HEARTBEAT_OPAQUE) < 0) {
+        retry_later(l, "learn the ledger's clock", "cannot append a heartbeat");
+        return;
+    }
+    l->phase = PH_CLOCK;
+    l->retry_at_ms = loop_ms(l) + LOOKUP_TIMEOUT_MS; /* no report by then: retry */
+}
+
 /* Takes the next setup step the phase allows. */
 static void advance(ka_ledger_t *l)
 {
     if (l->phase != PH_WAIT_VIEW)
         return;
     if (l->topic_known)
-        start_lookup(l);
+        learn_clock(l);
     else if (l->brokers > 0)
         create_topic(l);
 }
@@ -486,6 +561,8 @@ static void tick_cb(uv_timer_t *t)
         *pp = p->next;
         fail_pending(l, p, "not read back within --ledger-timeout-ms");
     }
+    if (l->phase == PH_CLOCK && now >= l->retry_at_ms)
+        retry_later(l, "learn the ledger's clock", "no delivery report for the heartbeat");
     if (l->phase == PH_RETRY && now >= l->retry_at_ms) {
         l->phase = PH_WAIT_VIEW;
         advance(l);

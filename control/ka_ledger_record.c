@@ -125,6 +125,18 @@ int ka_ledger_encode_intent(const char *sidecar, uint64_t seq, int64_t ts_ms,
     return dump(root, out, len);
 }
 
+int ka_ledger_encode_heartbeat(const char *sidecar, int64_t ts_ms, char **out, size_t *len)
+{
+    json_t *root = header("heartbeat", sidecar, 0);
+
+    if (root == NULL || json_object_set_new(root, "ts", json_integer(ts_ms)) < 0 ||
+        json_object_set_new(root, "items", json_array()) < 0) {
+        json_decref(root);
+        return KA_ENOMEM;
+    }
+    return dump(root, out, len);
+}
+
 int ka_ledger_encode_outcome(const char *sidecar, uint64_t seq, const uint8_t *admitted,
                              size_t count, char **out, size_t *len)
 {
@@ -305,8 +317,10 @@ static int decode_root(json_t *root, ka_ledger_record_t *r, char *err, size_t er
         r->type = KA_LEDGER_INTENT;
     else if (type != NULL && strcmp(type, "outcome") == 0)
         r->type = KA_LEDGER_OUTCOME;
+    else if (type != NULL && strcmp(type, "heartbeat") == 0)
+        r->type = KA_LEDGER_HEARTBEAT;
     else {
-        snprintf(err, errlen, "\"type\" is not \"intent\" or \"outcome\"");
+        snprintf(err, errlen, "\"type\" is not \"intent\", \"outcome\" or \"heartbeat\"");
         return KA_EINVALID;
     }
     json_t *sidecar = json_object_get(root, "sidecar");
@@ -326,6 +340,10 @@ static int decode_root(json_t *root, ka_ledger_record_t *r, char *err, size_t er
     r->count = json_array_size(items);
     if (r->type == KA_LEDGER_OUTCOME)
         return decode_outcome(items, r, err, errlen);
+    if (r->type == KA_LEDGER_HEARTBEAT) {
+        r->count = 0; /* carries nothing to apply */
+        return 0;
+    }
     if ((rc = get_int(root, "ts", 0, INT64_MAX, &r->ts_ms, err, errlen)) < 0)
         return rc;
     r->items = calloc(r->count + 1, sizeof(*r->items));

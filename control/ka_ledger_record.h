@@ -10,7 +10,10 @@
  *            "replaces_topic_id":HEX32 (optional: the id of a topic of that name a
  *            view still showed, so only a view with another id shows the item)};
  *   outcome  {"type":"outcome","sidecar":ID,"seq":N,"items":["admitted"|"released"...]}
- *            what became of each item of intent (ID, N), in the same order.
+ *            what became of each item of intent (ID, N), in the same order;
+ *   heartbeat {"type":"heartbeat","sidecar":ID,"seq":0,"ts":MS,"items":[]}
+ *            changes nothing: a sidecar appends one at start, and the broker's
+ *            LogAppendTime in its delivery report tells it the ledger's clock.
  *
  * The ledger is written by every sidecar of the cluster, so a record read
  * back is untrusted input: every count, length and number is checked
@@ -34,7 +37,7 @@
 #define KA_LEDGER_TOPIC_MAX    249           /* Kafka's own bound on topic names */
 #define KA_LEDGER_SIDECAR_MAX  255           /* bytes of a sidecar id */
 
-enum ka_ledger_type { KA_LEDGER_INTENT = 0, KA_LEDGER_OUTCOME };
+enum ka_ledger_type { KA_LEDGER_INTENT = 0, KA_LEDGER_OUTCOME, KA_LEDGER_HEARTBEAT };
 
 /* One item of an intent: a reservation spec whose arrays the item owns. */
 typedef struct ka_ledger_item {
@@ -58,6 +61,8 @@ typedef struct ka_ledger_record {
 int ka_ledger_encode_intent(const char *sidecar, uint64_t seq, int64_t ts_ms,
                             const ka_reservation_spec_t *specs, size_t count, char **out,
                             size_t *len);
+/* Encodes a heartbeat (ts_ms: the writer's clock, for people reading the log). */
+int ka_ledger_encode_heartbeat(const char *sidecar, int64_t ts_ms, char **out, size_t *len);
 /* Encodes an outcome: admitted[i] nonzero for "admitted", zero for "released". */
 int ka_ledger_encode_outcome(const char *sidecar, uint64_t seq, const uint8_t *admitted,
                              size_t count, char **out, size_t *len);

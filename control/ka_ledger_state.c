@@ -203,10 +203,10 @@ void ka_ledger_state_own_end(ka_ledger_state_t *s, uint64_t seq)
 
 /* Another sidecar's intent: its items join the mirror at `offset`. */
 static enum ka_ledger_applied add_foreign(ka_ledger_state_t *s, const ka_ledger_record_t *r,
-                                          uint64_t offset, int64_t wall_now_ms, int64_t loop_now_ms,
-                                          char *err, size_t errlen)
+                                          uint64_t offset, int64_t born_ms, int64_t now_ms,
+                                          int64_t loop_now_ms, char *err, size_t errlen)
 {
-    int64_t left = r->ts_ms + s->ttl_ms - wall_now_ms;
+    int64_t left = born_ms + s->ttl_ms - now_ms;
     if (left <= 0)
         return KA_LEDGER_TOO_OLD;
     if (find(s, r->sidecar, r->seq) != NULL)
@@ -235,7 +235,7 @@ static enum ka_ledger_applied add_foreign(ka_ledger_state_t *s, const ka_ledger_
 }
 
 static enum ka_ledger_applied apply_intent(ka_ledger_state_t *s, const ka_ledger_record_t *r,
-                                           uint64_t offset, int64_t wall_now_ms,
+                                           uint64_t offset, int64_t born_ms, int64_t now_ms,
                                            int64_t loop_now_ms, uint64_t *own_seq, char *err,
                                            size_t errlen)
 {
@@ -244,7 +244,7 @@ static enum ka_ledger_applied apply_intent(ka_ledger_state_t *s, const ka_ledger
     seen_note(s, r->sidecar, r->seq, loop_now_ms);
     intent_t *it = find(s, r->sidecar, r->seq);
     if (it == NULL || !it->own)
-        return add_foreign(s, r, offset, wall_now_ms, loop_now_ms, err, errlen);
+        return add_foreign(s, r, offset, born_ms, now_ms, loop_now_ms, err, errlen);
     if (it->abandoned) {
         drop(s, it);
         return KA_LEDGER_OWN_ABANDONED;
@@ -268,20 +268,32 @@ static enum ka_ledger_applied apply_outcome(ka_ledger_state_t *s, const ka_ledge
     return KA_LEDGER_APPLIED;
 }
 
+enum ka_ledger_applied ka_ledger_state_apply_at(ka_ledger_state_t *s, const void *bytes, size_t len,
+                                                uint64_t offset, int64_t appended_ms,
+                                                int64_t now_ms, int64_t loop_now_ms,
+                                                uint64_t *own_seq, char *err, size_t errlen)
+{
+    ka_ledger_record_t r;
+    enum ka_ledger_applied what = KA_LEDGER_IGNORED;
+
+    if (ka_ledger_decode(bytes, len, &r, err, errlen) < 0)
+        return KA_LEDGER_MALFORMED;
+    if (r.type == KA_LEDGER_INTENT)
+        what = apply_intent(s, &r, offset, appended_ms > 0 ? appended_ms : r.ts_ms, now_ms,
+                            loop_now_ms, own_seq, err, errlen);
+    else if (r.type == KA_LEDGER_OUTCOME)
+        what = apply_outcome(s, &r);
+    ka_ledger_record_free(&r);
+    return what;
+}
+
 enum ka_ledger_applied ka_ledger_state_apply(ka_ledger_state_t *s, const void *bytes, size_t len,
                                              uint64_t offset, int64_t wall_now_ms,
                                              int64_t loop_now_ms, uint64_t *own_seq, char *err,
                                              size_t errlen)
 {
-    ka_ledger_record_t r;
-    if (ka_ledger_decode(bytes, len, &r, err, errlen) < 0)
-        return KA_LEDGER_MALFORMED;
-    enum ka_ledger_applied what =
-        r.type == KA_LEDGER_INTENT
-            ? apply_intent(s, &r, offset, wall_now_ms, loop_now_ms, own_seq, err, errlen)
-            : apply_outcome(s, &r);
-    ka_ledger_record_free(&r);
-    return what;
+    return ka_ledger_state_apply_at(s, bytes, len, offset, 0, wall_now_ms, loop_now_ms, own_seq,
+                                    err, errlen);
 }
 
 size_t ka_ledger_state_expire(ka_ledger_state_t *s, int64_t loop_now_ms)

@@ -80,6 +80,19 @@ enum ka_ledger_applied ka_ledger_state_apply(ka_ledger_state_t *s, const void *b
                                              int64_t loop_now_ms, uint64_t *own_seq, char *err,
                                              size_t errlen);
 
+/*
+ * The same, on the ledger's clock (ARCHITECTURE invariant 12): appended_ms is
+ * the record's LogAppendTime, set by the partition leader (<= 0: unknown, the
+ * record's own "ts" then stands in), and now_ms the reader's estimate of the
+ * ledger's clock now (a lower bound: the newest append time read or written,
+ * plus the monotonic time since). An intent's age is now_ms - appended_ms, so
+ * no sidecar's wall clock decides which intents still count.
+ */
+enum ka_ledger_applied ka_ledger_state_apply_at(ka_ledger_state_t *s, const void *bytes, size_t len,
+                                                uint64_t offset, int64_t appended_ms,
+                                                int64_t now_ms, int64_t loop_now_ms,
+                                                uint64_t *own_seq, char *err, size_t errlen);
+
 /* Drops the bookkeeping of intents whose TTL passed; returns how many. */
 size_t ka_ledger_state_expire(ka_ledger_state_t *s, int64_t loop_now_ms);
 /*

@@ -85,9 +85,11 @@ typedef struct sim {
     sidecar_t sc[SIDECARS];
     char *log[MAX_LOG];
     size_t log_len[MAX_LOG], log_n;
+    int64_t log_ms[MAX_LOG]; /* when each record was appended (the leader's clock) */
     ka_policy_t *policy;
     int64_t now_ms;
     unsigned seed, first_seed; /* the generator's state, and the seed the run started from */
+    int64_t skew_ms[SIDECARS]; /* how far each sidecar's wall clock is off */
     int admitted, created, refused, deferred;
 } sim_t;
 
@@ -153,6 +155,7 @@ static void append(sim_t *m, char *bytes, size_t len)
 {
     assert_true(m->log_n < MAX_LOG);
     m->log[m->log_n] = bytes;
+    m->log_ms[m->log_n] = m->now_ms;
     m->log_len[m->log_n++] = len;
 }
 
@@ -231,8 +234,9 @@ static void start_create(sim_t *m, int i)
     assert_true(r->mirror_id != 0);
     r->seq = ++s->next_seq;
     assert_int_equal(ka_reservations_describe(s->mirror, r->mirror_id, &spec, NULL), 0);
-    assert_int_equal(
-        ka_ledger_encode_intent(s->id, r->seq, WALL + m->now_ms, &spec, 1, &bytes, &len), 0);
+    assert_int_equal(ka_ledger_encode_intent(s->id, r->seq, WALL + m->now_ms + m->skew_ms[i], &spec,
+                                             1, &bytes, &len),
+                     0);
     assert_int_equal(ka_ledger_state_own_begin(s->state, r->seq, &r->mirror_id, 1, m->now_ms), 0);
     append(m, bytes, len);
     r->active = 1;
@@ -276,9 +280,11 @@ static void read_one(sim_t *m, int i)
     size_t at = s->cursor++;
     uint64_t own = 0;
     char err[256];
+    /* The log is appended at once: a record's append time is the step that wrote it; the
+     * reader's lower bound of the ledger's clock is taken as now. */
     enum ka_ledger_applied a =
-        ka_ledger_state_apply(s->state, m->log[at], m->log_len[at], at, WALL + m->now_ms, m->now_ms,
-                              &own, err, sizeof(err));
+        ka_ledger_state_apply_at(s->state, m->log[at], m->log_len[at], at, WALL + m->log_ms[at],
+                                 WALL + m->now_ms, m->now_ms, &own, err, sizeof(err));
 
     assert_int_not_equal(a, KA_LEDGER_MALFORMED);
     if (a == KA_LEDGER_OWN_INTENT && s->req.active && own == s->req.seq)
@@ -318,7 +324,7 @@ static void check_limits(const sim_t *m, int step)
     }
 }
 
-static void sim_run(unsigned seed, int steps, sim_t *out)
+static void sim_run(unsigned seed, int steps, const int64_t *skew_ms, sim_t *out)
 {
     static const char policy[] = "{\"max.broker.partitions\": 24}";
     char err[256];
@@ -326,6 +332,8 @@ static void sim_run(unsigned seed, int steps, sim_t *out)
 
     assert_non_null(m);
     m->seed = m->first_seed = seed;
+    for (int i = 0; skew_ms != NULL && i < SIDECARS; i++)
+        m->skew_ms[i] = skew_ms[i];
     assert_int_equal(ka_policy_parse(policy, strlen(policy), 1, &m->policy, err, sizeof(err)), 0);
     for (int i = 0; i < SIDECARS; i++) {
         sidecar_t *s = &m->sc[i];
@@ -375,7 +383,7 @@ static void test_lagging_views_never_let_a_broker_past_its_limit(void **state)
 
     (void)state;
     for (unsigned seed = 1; seed <= 200; seed++)
-        sim_run(seed, 1500, &r);
+        sim_run(seed, 1500, NULL, &r);
 }
 
 /* The simulation is no stub: it admits, creates and refuses, and fills the headroom. */
@@ -386,7 +394,7 @@ static void test_the_simulation_admits_and_refuses(void **state)
 
     (void)state;
     for (unsigned seed = 1; seed <= 20; seed++) {
-        sim_run(seed, 1500, &r);
+        sim_run(seed, 1500, NULL, &r);
         admitted += r.admitted;
         created += r.created;
         refused += r.refused;
@@ -396,11 +404,74 @@ static void test_the_simulation_admits_and_refuses(void **state)
     assert_true(refused > 50);
 }
 
+/* Clocks off by 90 s ahead and 20 s behind, with an intent TTL of 30 s: on the ledger's clock
+ * no step finds a broker past its limit either. */
+static void test_sidecars_whose_clocks_are_off_keep_the_limit(void **state)
+{
+    static const int64_t skew[SIDECARS] = {0, -20000, 90000};
+    sim_t r;
+
+    (void)state;
+    for (unsigned seed = 1; seed <= 100; seed++)
+        sim_run(seed, 1500, skew, &r);
+}
+
+/* A reader whose wall clock is 90 s ahead, TTL 30 s, reads an intent appended a moment ago by a
+ * sidecar with a correct clock. On the ledger's clock it counts it; aged by the writer's "ts"
+ * against its own wall clock, as before, it thought it expired and counted nothing. */
+static void test_an_intent_is_aged_on_the_ledgers_clock_not_the_readers(void **state)
+{
+    const ka_broker_delta_t deltas[] = {{1, 5}};
+    ka_reservation_spec_t spec = {.kind = KA_RESERVATION_PARTITIONS,
+                                  .topic = {(const uint8_t *)"t", 1},
+                                  .partition_count = 5,
+                                  .partition = -1,
+                                  .new_partitions = 5,
+                                  .deltas = deltas,
+                                  .delta_count = 1};
+    const int64_t appended = WALL + 1000, reader_wall = appended + 90000;
+    ka_reservations_t *mirror;
+    ka_ledger_state_t *st;
+    char *bytes, err[256];
+    size_t len;
+    uint64_t own = 0;
+
+    (void)state;
+    assert_int_equal(ka_ledger_encode_intent("writer", 1, appended, &spec, 1, &bytes, &len), 0);
+    assert_int_equal(ka_reservations_new(&mirror), 0);
+    assert_int_equal(ka_ledger_state_new("reader", mirror, TTL, &st), 0);
+    assert_int_equal(ka_ledger_state_apply_at(st, bytes, len, 0, appended, appended + 200, 0, &own,
+                                              err, sizeof(err)),
+                     KA_LEDGER_APPLIED);
+    assert_int_equal(ka_reservations_broker_replicas(mirror, 1), 5);
+    ka_ledger_state_free(st);
+    ka_reservations_free(mirror);
+
+    assert_int_equal(ka_reservations_new(&mirror), 0);
+    assert_int_equal(ka_ledger_state_new("reader", mirror, TTL, &st), 0);
+    assert_int_equal(
+        ka_ledger_state_apply(st, bytes, len, 0, reader_wall, 0, &own, err, sizeof(err)),
+        KA_LEDGER_TOO_OLD);
+    assert_int_equal(ka_reservations_broker_replicas(mirror, 1), 0);
+    /* A heartbeat (the record a sidecar appends at start to learn the clock) changes nothing. */
+    free(bytes);
+    assert_int_equal(ka_ledger_encode_heartbeat("writer", appended, &bytes, &len), 0);
+    assert_int_equal(
+        ka_ledger_state_apply_at(st, bytes, len, 1, appended, appended, 0, &own, err, sizeof(err)),
+        KA_LEDGER_IGNORED);
+    assert_int_equal(ka_reservations_count(mirror), 0);
+    ka_ledger_state_free(st);
+    ka_reservations_free(mirror);
+    free(bytes);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lagging_views_never_let_a_broker_past_its_limit),
         cmocka_unit_test(test_the_simulation_admits_and_refuses),
+        cmocka_unit_test(test_sidecars_whose_clocks_are_off_keep_the_limit),
+        cmocka_unit_test(test_an_intent_is_aged_on_the_ledgers_clock_not_the_readers),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
