@@ -269,6 +269,21 @@ static void unjudge(ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
     req->wants_view = true;
 }
 
+bool ka_adm_req_any_rejected(const ka_adm_req_t *req)
+{
+    for (size_t i = 0; req->judged && i < req->count; i++)
+        if (req->verdicts[i].kind == KA_VERDICT_REJECT || req->verdicts[i].audit)
+            return true;
+    return false;
+}
+
+void ka_adm_req_wait(ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
+{
+    if (req->verdicts != NULL)
+        unjudge(req, ctx);
+    req->wants_view = true;
+}
+
 int ka_adm_judge(ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
 {
     ka_decision_context_t dctx = decision_context(ctx);

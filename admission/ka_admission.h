@@ -216,6 +216,12 @@ bool ka_adm_error_created_nothing(int16_t api_key, int16_t error);
  */
 int ka_adm_own_topics_setup(const char *ledger_topic, const char *limits_topic);
 
+/* True when a judged request has an item rejected (or flagged in audit mode). */
+bool ka_adm_req_any_rejected(const ka_adm_req_t *req);
+/* Forgets the verdicts (giving back what they reserved): ka_adm_finish then says WAIT, and
+ * the request is judged again after the next refresh. */
+void ka_adm_req_wait(ka_adm_req_t *req, const ka_adm_ctx_t *ctx);
+
 /* ka_engine_view_needs_refresh, for callers that cannot include ka_engine.h. */
 bool ka_adm_view_needs_refresh(const ka_policy_t *policy, const ka_cluster_t *view, int64_t now_ms);
 

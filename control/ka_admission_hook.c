@@ -424,13 +424,21 @@ static void ledger_cb(void *arg, enum ka_ledger_status status, uint64_t order)
 static void reject_unavailable(ka_admission_t *a, ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
 {
     char msg[600];
-    snprintf(msg, sizeof(msg),
-             "Cannot decide on this request: kadmit could not order it with the other sidecars' "
-             "decisions, because its admission ledger (topic %s) did not answer within %u ms. "
-             "It rejects requests that create or move partitions until the ledger is reachable. "
-             "Retry shortly.",
-             ka_server_config(a->srv)->ledger_topic,
-             (unsigned)ka_server_config(a->srv)->ledger_timeout_ms);
+    if (!ka_server_metrics(a->srv)->limits_loaded)
+        snprintf(msg, sizeof(msg),
+                 "Cannot decide on this request: kadmit is still reading the cluster's limits "
+                 "(topic %s) and decides on none older than them; it did not finish within %u "
+                 "ms. Retry shortly.",
+                 ka_server_config(a->srv)->limits_topic,
+                 (unsigned)ka_server_config(a->srv)->ledger_timeout_ms);
+    else
+        snprintf(msg, sizeof(msg),
+                 "Cannot decide on this request: kadmit could not order it with the other "
+                 "sidecars' decisions, because its admission ledger (topic %s) did not answer "
+                 "within %u ms. It rejects requests that create or move partitions until the "
+                 "ledger is reachable. Retry shortly.",
+                 ka_server_config(a->srv)->ledger_topic,
+                 (unsigned)ka_server_config(a->srv)->ledger_timeout_ms);
     ka_adm_reject_all(req, ctx, KA_REASON_LEDGER_UNAVAILABLE, msg);
 }
 
@@ -502,6 +510,12 @@ static int ledger_phase1(ka_admission_t *a, const uint8_t *frame, size_t len, ka
     if ((*rc = ka_adm_judge(req, ctx)) < 0)
         goto done;
     size_t n = ka_adm_req_wants_view(req) ? 0 : ka_adm_req_reservations(req, NULL, 0);
+    /* A refusal on the policy file's limits while the cluster's limits (which may raise them)
+     * are still being read is a decision on limits older than the topic: it waits, a bounded
+     * number of refreshes, like an item the view does not know yet. */
+    if (n == 0 && !ka_server_metrics(a->srv)->limits_loaded && ctx->may_wait_for_view &&
+        ka_adm_req_any_rejected(req))
+        ka_adm_req_wait(req, ctx);
     if (n == 0) /* nothing admitted takes capacity: the ledger is not touched */
         goto finish;
     ledger_wait_t *w = calloc(1, sizeof(*w));

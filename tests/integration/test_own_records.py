@@ -403,8 +403,16 @@ def test_no_decision_on_the_file_limits_while_the_limits_topic_is_unread(env: En
         _, body = conn.call(create_topics_v2(7, topic, 1, 2))
     took = time.monotonic() - t0
     code, msg = parse_create_topics_v2(body)
-    assert code != 0 and msg and "admission ledger" in msg, (code, msg)
+    assert code != 0 and msg and "still reading the cluster's limits" in msg, (code, msg)
     assert 4.0 <= took < 20.0, took  # held for --ledger-timeout-ms (5 s), not answered at once
+    # A create that the file's limits refuse waits too (a limit in the topic may raise them),
+    # for a bounded number of refreshes, then is refused.
+    t0 = time.monotonic()
+    with kafka_wire.Connection(HOST, env.c.node(1).sidecar_port, 60.0) as conn:
+        _, body = conn.call(create_topics_v2(8, f"{topic}-big", 100000, 1))
+    code, msg = parse_create_topics_v2(body)
+    assert code == 88, (code, msg)
+    assert env.metrics(1)["kadmit_admission_deferred_total"] >= 1
     md = kafka_wire.metadata(HOST, env.c.node(1).direct_port, topics=[topic])
     assert md["topics"][0]["error"] != 0, md  # never created
     # Back as it was: the broker, and sidecar 1 on the real limits topic.
