@@ -367,7 +367,7 @@ static int admin_start(admin_state_t *st, ka_admin_ops_t *ops, const ka_config_t
                        const char *token, char *err, size_t errlen)
 {
     char addr[KA_CONFIG_HOST_MAX + 16];
-    ka_admin_config_t acfg = {.token = token};
+    ka_admin_config_t acfg = {.token = token, .allowed_hosts = cfg->admin_allowed_hosts};
     *ops = admin_ops;
     ops->ctx = st;
     if (st->ps != NULL) {
