@@ -41,7 +41,19 @@ typedef struct ka_admin_config {
     size_t max_body_bytes;       /* request body [1 MiB]; above: 413 */
     uint64_t request_timeout_ms; /* from a request's first byte to its last [10 s]; then 408 */
     uint64_t idle_timeout_ms;    /* keep-alive connection without a request [60 s] */
-    unsigned max_connections;    /* open admin connections [64]; above: 503 and close */
+    /* Open admin connections [64]. When all are in use, a new one first
+     * takes the slot of the connection idle longest (closed); when none is
+     * idle it goes to the probe reserve. */
+    unsigned max_connections;
+    /* Connections beyond max_connections that may only ask /healthz, /readyz
+     * or /metrics, one request each [8]; above both: 503 and close. So a
+     * liveness probe is answered while clients hold every slot. */
+    unsigned probe_reserve;
+    /* Host header names accepted besides the loopback ones, comma-separated
+     * (copied at start; NULL: none). Checked only when the API is bound to a
+     * loopback address, against DNS rebinding: a request with another Host
+     * gets 403. A request without Host (HTTP/1.0) is answered. */
+    const char *allowed_hosts;
 } ka_admin_config_t;
 
 /* Outcome of the most recent policy-file reload, for GET /v1/policy and /metrics. */

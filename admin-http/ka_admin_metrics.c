@@ -177,8 +177,20 @@ static void render_admin(const ka_admin_context_t *ctx, ka_admin_buf_t *out)
            "Admin connections accepted.");
     sample(out, "kadmit_admin_connections_accepted_total", (int64_t)s->connections_accepted);
     family(out, "kadmit_admin_connections_rejected_total", "counter",
-           "Admin connections refused because the connection limit was reached.");
+           "Admin connections refused because every slot and the probe reserve were in use.");
     sample(out, "kadmit_admin_connections_rejected_total", (int64_t)s->connections_rejected);
+    family(out, "kadmit_admin_connections_evicted_total", "counter",
+           "Idle keep-alive admin connections closed to make room for a new one.");
+    sample(out, "kadmit_admin_connections_evicted_total", (int64_t)s->connections_evicted);
+    family(out, "kadmit_admin_reserve_connections_total", "counter",
+           "Admin connections taken into the probe reserve (every slot busy).");
+    sample(out, "kadmit_admin_reserve_connections_total", (int64_t)s->reserve_accepted);
+    family(out, "kadmit_admin_reserve_refused_total", "counter",
+           "Requests on a probe reserve connection for a path other than a probe (503).");
+    sample(out, "kadmit_admin_reserve_refused_total", (int64_t)s->reserve_refused);
+    family(out, "kadmit_admin_host_rejected_total", "counter",
+           "Admin requests refused (403) because their Host header named another site.");
+    sample(out, "kadmit_admin_host_rejected_total", (int64_t)s->host_rejected);
     family(out, "kadmit_admin_request_timeouts_total", "counter",
            "Admin connections cut because a request did not arrive in time.");
     sample(out, "kadmit_admin_request_timeouts_total", (int64_t)s->request_timeouts);

@@ -23,6 +23,9 @@
 #define DEFAULT_REQUEST_TIMEOUT_MS 10000u
 #define DEFAULT_IDLE_TIMEOUT_MS    60000u
 #define DEFAULT_MAX_CONNECTIONS    64u
+#define DEFAULT_PROBE_RESERVE      8u
+/* Longest host name (RFC 1035) plus brackets; a longer Host names nothing here. */
+#define HOST_NAME_MAX_LEN 255
 
 #define CONTENT_TYPE_JSON "application/json"
 
@@ -107,7 +110,15 @@ int ka_admin_context_init(ka_admin_context_t *ctx, const ka_admin_config_t *cfg,
         ctx->cfg.idle_timeout_ms = DEFAULT_IDLE_TIMEOUT_MS;
     if (ctx->cfg.max_connections == 0)
         ctx->cfg.max_connections = DEFAULT_MAX_CONNECTIONS;
+    if (ctx->cfg.probe_reserve == 0)
+        ctx->cfg.probe_reserve = DEFAULT_PROBE_RESERVE;
+    ctx->cfg.allowed_hosts = NULL; /* only our own copy is kept */
     ctx->ops = ops;
+    if (cfg != NULL && cfg->allowed_hosts != NULL && cfg->allowed_hosts[0] != '\0') {
+        ctx->allowed_hosts = strdup(cfg->allowed_hosts);
+        if (ctx->allowed_hosts == NULL)
+            return KA_ENOMEM;
+    }
     if (cfg != NULL && cfg->token != NULL && trimmed_length(cfg->token) > 0) {
         ctx->token_len = trimmed_length(cfg->token);
         ctx->token = malloc(ctx->token_len + 1);
@@ -129,6 +140,79 @@ void ka_admin_context_free(ka_admin_context_t *ctx)
         free(ctx->token);
     }
     ctx->token = NULL;
+    free(ctx->allowed_hosts);
+    ctx->allowed_hosts = NULL;
+}
+
+bool ka_admin_is_probe_path(const char *path)
+{
+    return strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0 ||
+           strcmp(path, "/metrics") == 0;
+}
+
+/* name (len bytes) equals one entry of the comma-separated list, ignoring
+ * case and the spaces around entries. */
+static bool in_list(const char *list, const char *name, size_t len)
+{
+    const char *p = list;
+
+    while (p != NULL && *p != '\0') {
+        const char *end = strchr(p, ',');
+        size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+
+        while (n > 0 && (*p == ' ' || *p == '\t'))
+            p++, n--;
+        while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+            n--;
+        if (n == len && strncasecmp(p, name, len) == 0)
+            return true;
+        p = end != NULL ? end + 1 : NULL;
+    }
+    return false;
+}
+
+/*
+ * The Host value is split into its name and an optional ":port" (any port:
+ * kubectl port-forward and SSH tunnels reach the API on another one, and a
+ * rebinding page cannot choose the name, which is what is checked). An IPv6
+ * literal must be in brackets; anything else malformed is refused.
+ */
+bool ka_admin_host_allowed(const ka_admin_context_t *ctx, const char *host)
+{
+    size_t len = strlen(host), name_len;
+    const char *rest;
+
+    while (len > 0 && (host[len - 1] == ' ' || host[len - 1] == '\t'))
+        len--;
+    if (host[0] == '[') {
+        const char *close = memchr(host, ']', len);
+
+        if (close == NULL)
+            return false;
+        name_len = (size_t)(close - host) + 1;
+    } else {
+        const char *colon = memchr(host, ':', len);
+
+        name_len = colon != NULL ? (size_t)(colon - host) : len;
+    }
+    rest = host + name_len;
+    if (name_len == 0 || name_len > HOST_NAME_MAX_LEN)
+        return false;
+    if (name_len < len) {
+        size_t digits = len - name_len - 1;
+
+        if (rest[0] != ':' || digits == 0 || digits > 5)
+            return false;
+        for (size_t i = 1; i <= digits; i++)
+            if (rest[i] < '0' || rest[i] > '9')
+                return false;
+    }
+    if (in_list("localhost,127.0.0.1,[::1]", host, name_len) ||
+        (ctx->bound_host[0] != '\0' && in_list(ctx->bound_host, host, name_len)))
+        return true;
+    /* An operator's entry names a host, or a host and port exactly. */
+    return ctx->allowed_hosts != NULL &&
+           (in_list(ctx->allowed_hosts, host, name_len) || in_list(ctx->allowed_hosts, host, len));
 }
 
 /*
@@ -210,8 +294,23 @@ void ka_admin_route(ka_admin_context_t *ctx, const ka_admin_request_t *req,
                     ka_admin_response_t *res)
 {
     const char *arg;
-    const struct route *r = find_route(req->path, &arg);
+    const struct route *r;
 
+    /* Before anything else: a page that rebound its own name to our
+     * loopback address must learn nothing, not even which paths exist. An
+     * empty Host (allowed for a request target without an authority) names
+     * no other site, so it is answered like a missing one. */
+    if (ctx->host_check && req->host != NULL && req->host[0] != '\0' &&
+        !ka_admin_host_allowed(ctx, req->host)) {
+        ctx->stats.host_rejected++;
+        ka_admin_response_error(res, 403,
+                                "the Host header \"%.100s\" does not name this admin API, which "
+                                "listens on a loopback address: use localhost, 127.0.0.1 or "
+                                "[::1], or allow the name with --admin-allowed-hosts",
+                                req->host);
+        return;
+    }
+    r = find_route(req->path, &arg);
     if (r == NULL) {
         ka_admin_response_error(res, 404, "there is no resource at %.200s; see docs/admin-api.md",
                                 req->path);

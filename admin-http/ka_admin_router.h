@@ -26,11 +26,16 @@
 typedef struct ka_admin_stats {
     uint64_t responses[KA_ADMIN_STATUS_MAX - KA_ADMIN_STATUS_MIN + 1]; /* by status code */
     uint64_t connections_accepted;
-    uint64_t connections_rejected; /* refused because max_connections were open */
+    uint64_t connections_rejected; /* refused: every slot and the probe reserve in use */
     uint64_t connections_active;
-    uint64_t request_timeouts; /* connections cut mid-request by request_timeout_ms */
-    uint64_t parse_errors;     /* malformed HTTP, answered with 400 and closed */
-    uint64_t policy_changes;   /* mutations that put a new policy in force */
+    uint64_t connections_evicted; /* idle keep-alive connections closed to make room */
+    uint64_t reserve_accepted;    /* connections taken into the probe reserve */
+    uint64_t reserve_active;      /* open connections in the probe reserve */
+    uint64_t reserve_refused;     /* reserve requests for other paths (503) */
+    uint64_t host_rejected;       /* refused with 403 for their Host header */
+    uint64_t request_timeouts;    /* connections cut mid-request by request_timeout_ms */
+    uint64_t parse_errors;        /* malformed HTTP, answered with 400 and closed */
+    uint64_t policy_changes;      /* mutations that put a new policy in force */
 } ka_admin_stats_t;
 
 /* What the router and every session share: settings, the vtable, counters. */
@@ -40,6 +45,11 @@ typedef struct ka_admin_context {
     size_t token_len;
     const ka_admin_ops_t *ops; /* the proxy's, borrowed */
     ka_admin_stats_t stats;
+    /* The Host check (DNS rebinding): on when the server is bound to a
+     * loopback address (set by the server after binding). */
+    bool host_check;
+    char bound_host[64]; /* the bound address as a Host names it: 127.0.0.1, [::1] */
+    char *allowed_hosts; /* owned copy of cfg.allowed_hosts, or NULL */
 } ka_admin_context_t;
 
 /* One complete request, valid only during ka_admin_route(). */
@@ -47,6 +57,7 @@ typedef struct ka_admin_request {
     int method;                /* an llhttp_method_t */
     const char *path;          /* NUL-terminated; the query string is cut off */
     const char *authorization; /* the Authorization header, or NULL */
+    const char *host;          /* the Host header, or NULL (HTTP/1.0 may send none) */
     const char *body;          /* not NUL-terminated; may be NULL when body_len is 0 */
     size_t body_len;
 } ka_admin_request_t;
@@ -66,6 +77,11 @@ typedef struct ka_admin_response {
 int ka_admin_context_init(ka_admin_context_t *ctx, const ka_admin_config_t *cfg,
                           const ka_admin_ops_t *ops);
 void ka_admin_context_free(ka_admin_context_t *ctx);
+
+/* The probe paths a reserve connection may ask: /healthz, /readyz, /metrics. */
+bool ka_admin_is_probe_path(const char *path);
+/* True when a Host header value names this API: see ka_admin_config_t. */
+bool ka_admin_host_allowed(const ka_admin_context_t *ctx, const char *host);
 
 /* Fills res (initialised by the caller with ka_admin_response_init). */
 void ka_admin_route(ka_admin_context_t *ctx, const ka_admin_request_t *req,

@@ -10,7 +10,14 @@
  *     its last (slow-loris clients get 408 and are cut), a new connection
  *     the same time to start talking, and an idle keep-alive connection
  *     idle_timeout_ms;
- *   - above max_connections a new connection gets 503 and is closed.
+ *   - with max_connections open, a new connection takes the slot of the
+ *     connection idle longest (between requests, nothing to send), which is
+ *     closed: HTTP lets a server close an idle keep-alive connection at any
+ *     time and clients open a new one, while a probe that finds no room
+ *     makes a kubelet restart the sidecar. With none idle (every slot
+ *     mid-request, each cut by request_timeout_ms at the latest), it goes
+ *     to the probe reserve: probe_reserve more connections that may only
+ *     ask /healthz, /readyz or /metrics, once each. Above both: 503, closed.
  * A connection that ends with an error (413, 431, 400) may still have
  * request bytes on the way; closing at once would make the kernel answer
  * them with a reset that can destroy our response before the client reads
@@ -59,6 +66,8 @@ struct ka_admin_conn {
     bool shutting_down;      /* uv_shutdown was called: the last response is queued */
     bool peer_eof;           /* the client closed its side */
     bool timing_request;     /* the timer runs the request timeout, not the idle one */
+    bool reserve;            /* in the probe reserve, not within max_connections */
+    uint64_t idle_since;     /* loop time it last became idle (accepted, or answered) */
     uint64_t completed_seen; /* session->completed when the timer was last set */
     unsigned writes_pending;
     char read_buffer[READ_BUFFER];
@@ -108,6 +117,8 @@ static void conn_close(ka_admin_conn_t *c)
         c->next->prev = c->prev;
     if (c->counted)
         server->ctx.stats.connections_active--;
+    if (c->reserve)
+        server->ctx.stats.reserve_active--;
     /* Pending writes and the shutdown are cancelled; their callbacks run
      * before ours. */
     uv_close((uv_handle_t *)&c->tcp, conn_handle_closed_cb);
@@ -192,6 +203,8 @@ static void conn_update_timer(ka_admin_conn_t *c)
         return;
     c->timing_request = request;
     c->completed_seen = c->session.completed;
+    if (!request)
+        c->idle_since = uv_now(c->server->loop);
     uv_timer_start(&c->timer, timer_cb,
                    request ? ctx->cfg.request_timeout_ms : ctx->cfg.idle_timeout_ms, 0);
 }
@@ -289,6 +302,26 @@ static void conn_wake(void *arg)
     conn_after_input(arg);
 }
 
+/* The connection idle longest: no request under way or waiting for its
+ * answer, nothing left to send. NULL when every one is busy. */
+static ka_admin_conn_t *idlest_conn(ka_admin_server_t *server)
+{
+    ka_admin_conn_t *best = NULL;
+
+    for (ka_admin_conn_t *c = server->conns; c != NULL; c = c->next) {
+        const ka_admin_session_t *s = &c->session;
+
+        if (!c->counted || c->closing || c->shutting_down || s->in_request || s->closing ||
+            s->waiting != NULL || s->paused || s->out.len > 0 || s->pending.len > 0 ||
+            c->writes_pending > 0)
+            continue;
+        /* The list is newest first: on a tie the older one goes. */
+        if (best == NULL || c->idle_since <= best->idle_since)
+            best = c;
+    }
+    return best;
+}
+
 static void connection_cb(uv_stream_t *listener, int status)
 {
     ka_admin_server_t *server = listener->data;
@@ -318,18 +351,34 @@ static void connection_cb(uv_stream_t *listener, int status)
         conn_close(c);
         return;
     }
+    c->idle_since = uv_now(server->loop);
     if (server->ctx.stats.connections_active >= server->ctx.cfg.max_connections) {
-        server->ctx.stats.connections_rejected++;
-        ka_admin_write_error(&server->ctx, 503, true, &c->session.out,
-                             "too many admin connections are open (the limit is %u); retry later",
-                             server->ctx.cfg.max_connections);
-        c->session.closing = true;
-        timer_cb(&c->timer);
-        return;
+        ka_admin_conn_t *idle = idlest_conn(server);
+
+        if (idle != NULL) {
+            server->ctx.stats.connections_evicted++;
+            conn_close(idle);
+        } else if (server->ctx.stats.reserve_active < server->ctx.cfg.probe_reserve) {
+            c->reserve = true;
+            c->session.probe_only = true;
+            server->ctx.stats.reserve_accepted++;
+            server->ctx.stats.reserve_active++;
+        } else {
+            server->ctx.stats.connections_rejected++;
+            ka_admin_write_error(&server->ctx, 503, true, &c->session.out,
+                                 "too many admin connections are open (the limit is %u, and %u "
+                                 "more for probes); retry later",
+                                 server->ctx.cfg.max_connections, server->ctx.cfg.probe_reserve);
+            c->session.closing = true;
+            timer_cb(&c->timer);
+            return;
+        }
     }
-    c->counted = true;
+    if (!c->reserve) {
+        c->counted = true;
+        server->ctx.stats.connections_active++;
+    }
     server->ctx.stats.connections_accepted++;
-    server->ctx.stats.connections_active++;
     uv_tcp_nodelay(&c->tcp, 1);
     conn_after_input(c);
     /* A new connection has the request timeout to start talking, not the
@@ -398,6 +447,36 @@ bad:
     return KA_EINVALID;
 }
 
+/*
+ * On a loopback address the Host check is on (DNS rebinding: a web page may
+ * point its own name at 127.0.0.1 and read the API from the browser). Any
+ * other address is already reachable by name from the network, where the
+ * check would only refuse Kubernetes probes (Host: the pod's IP).
+ */
+static void set_host_check(ka_admin_context_t *ctx, const struct sockaddr_storage *addr)
+{
+    char name[INET6_ADDRSTRLEN] = "";
+
+    if (addr->ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)addr;
+
+        if ((ntohl(in->sin_addr.s_addr) >> 24) != 127)
+            return;
+        uv_ip4_name(in, name, sizeof(name));
+        snprintf(ctx->bound_host, sizeof(ctx->bound_host), "%s", name);
+    } else if (addr->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)addr;
+
+        if (!IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr))
+            return;
+        uv_ip6_name(in6, name, sizeof(name));
+        snprintf(ctx->bound_host, sizeof(ctx->bound_host), "[%s]", name);
+    } else {
+        return;
+    }
+    ctx->host_check = true;
+}
+
 static void listener_closed_cb(uv_handle_t *handle)
 {
     server_release(handle->data);
@@ -451,6 +530,7 @@ int ka_admin_server_start(uv_loop_t *loop, const char *host_port, const ka_admin
     }
     server->port = ntohs(addr.ss_family == AF_INET ? ((struct sockaddr_in *)&addr)->sin_port
                                                    : ((struct sockaddr_in6 *)&addr)->sin6_port);
+    set_host_check(&server->ctx, &addr);
     *out = server;
     return 0;
 }

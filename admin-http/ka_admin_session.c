@@ -44,9 +44,12 @@ static void reset_request(ka_admin_session_t *s)
     ka_admin_buf_reset(&s->field);
     ka_admin_buf_reset(&s->value);
     ka_admin_buf_reset(&s->authorization);
+    ka_admin_buf_reset(&s->host);
     ka_admin_buf_reset(&s->body);
     s->has_authorization = false;
     s->duplicate_authorization = false;
+    s->has_host = false;
+    s->duplicate_host = false;
     s->keep_value = false;
     s->field_too_long = false;
     s->expect_continue = false;
@@ -94,7 +97,7 @@ static int on_header_field_complete_cb(llhttp_t *p)
 {
     ka_admin_session_t *s = session_of(p);
 
-    s->keep_value = field_is(s, "authorization") || field_is(s, "expect");
+    s->keep_value = field_is(s, "authorization") || field_is(s, "expect") || field_is(s, "host");
     ka_admin_buf_reset(&s->value);
     return 0;
 }
@@ -121,6 +124,13 @@ static int on_header_value_complete_cb(llhttp_t *p)
         s->has_authorization = true;
         ka_admin_buf_reset(&s->authorization);
         if (ka_admin_buf_puts(&s->authorization, value) < 0)
+            return HPE_USER;
+    } else if (field_is(s, "host")) {
+        if (s->has_host)
+            s->duplicate_host = true;
+        s->has_host = true;
+        ka_admin_buf_reset(&s->host);
+        if (ka_admin_buf_puts(&s->host, value) < 0)
             return HPE_USER;
     } else if (field_is(s, "expect") && strcasecmp(value, "100-continue") == 0) {
         s->expect_continue = true;
@@ -161,7 +171,8 @@ static int on_body_cb(llhttp_t *p, const char *at, size_t len)
 static int on_message_complete_cb(llhttp_t *p)
 {
     ka_admin_session_t *s = session_of(p);
-    bool close = !llhttp_should_keep_alive(p) || p->upgrade;
+    /* A reserve connection answers one request: the next probe may need it. */
+    bool close = !llhttp_should_keep_alive(p) || p->upgrade || s->probe_only;
     ka_admin_response_t res;
     ka_admin_request_t req;
 
@@ -172,13 +183,23 @@ static int on_message_complete_cb(llhttp_t *p)
     req.path = s->url.len > 0 ? s->url.data : "";
     req.authorization =
         s->has_authorization ? (s->authorization.len ? s->authorization.data : "") : NULL;
+    req.host = s->has_host ? (s->host.len ? s->host.data : "") : NULL;
     req.body = s->body.data;
     req.body_len = s->body.len;
 
     ka_admin_response_init(&res);
     if (s->duplicate_authorization)
         ka_admin_response_error(&res, 400, "the request has more than one Authorization header");
-    else
+    else if (s->duplicate_host)
+        ka_admin_response_error(&res, 400, "the request has more than one Host header");
+    else if (s->probe_only && !ka_admin_is_probe_path(req.path)) {
+        s->ctx->stats.reserve_refused++;
+        ka_admin_response_error(&res, 503,
+                                "every admin connection slot is in use (the limit is %u); this "
+                                "connection may only ask /healthz, /readyz or /metrics; retry "
+                                "later",
+                                s->ctx->cfg.max_connections);
+    } else
         ka_admin_route(s->ctx, &req, &res);
     if (res.deferred != NULL) {
         /* Pipelined requests wait in pending, so answers keep their order. */
@@ -236,6 +257,7 @@ void ka_admin_session_free(ka_admin_session_t *s)
     ka_admin_buf_free(&s->field);
     ka_admin_buf_free(&s->value);
     ka_admin_buf_free(&s->authorization);
+    ka_admin_buf_free(&s->host);
     ka_admin_buf_free(&s->body);
     ka_admin_buf_free(&s->out);
     ka_admin_buf_free(&s->pending);

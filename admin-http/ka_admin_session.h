@@ -35,8 +35,11 @@ typedef struct ka_admin_session {
     ka_admin_buf_t authorization; /* the Authorization header's value */
     bool has_authorization;
     bool duplicate_authorization; /* a second Authorization header: answered with 400 */
-    bool keep_value;              /* the current header is one we read */
-    bool expect_continue;         /* the client waits for 100 Continue before its body */
+    ka_admin_buf_t host;          /* the Host header's value (capped with the head) */
+    bool has_host;
+    bool duplicate_host;  /* a second Host header: 400 (RFC 9112 3.2) */
+    bool keep_value;      /* the current header is one we read */
+    bool expect_continue; /* the client waits for 100 Continue before its body */
     ka_admin_buf_t body;
     size_t header_bytes; /* request line and headers so far, against max_header_bytes */
     int reject_status;   /* 413 or 431 when a callback stopped the parser */
@@ -48,6 +51,10 @@ typedef struct ka_admin_session {
     bool paused;            /* output reached KA_ADMIN_SESSION_OUTPUT_HIGH */
     bool closing;           /* no more requests: flush out, then close */
     bool input_ended;       /* the client half-closed: close once pending is answered */
+    /* A connection of the probe reserve (all slots were in use): it may ask
+     * only ka_admin_is_probe_path paths, and closes after one answer so the
+     * reserve turns over as fast as probes come. */
+    bool probe_only;
 
     /* A mutation answered later: no other request is parsed until it is. */
     ka_admin_reply_t *waiting;

@@ -287,6 +287,39 @@ static int set_cluster_secret_file(ka_config_t *c, const char *v, char *e, size_
     return set_path(c->cluster_secret_file, sizeof(c->cluster_secret_file), v, e, n);
 }
 
+/* --admin-allowed-hosts: comma-separated host names (or host:port), each of
+ * the characters a Host header's name can hold; empty entries are refused. */
+static int set_admin_allowed_hosts(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    size_t len = strlen(v), entry = 0;
+
+    if (len >= sizeof(c->admin_allowed_hosts)) {
+        snprintf(e, n, "expected a list shorter than %zu bytes", sizeof(c->admin_allowed_hosts));
+        return KA_EINVALID;
+    }
+    for (size_t i = 0; i <= len; i++) {
+        unsigned char ch = (unsigned char)v[i];
+
+        if (ch == ',' || ch == '\0') {
+            if (entry == 0 || entry > 255) {
+                snprintf(e, n, "expected host names separated by commas (each 1 to 255 bytes)");
+                return KA_EINVALID;
+            }
+            entry = 0;
+        } else if (ch == ' ') {
+            continue; /* around entries */
+        } else if (isalnum(ch) || ch == '.' || ch == '-' || ch == '_' || ch == ':' || ch == '[' ||
+                   ch == ']') {
+            entry++;
+        } else {
+            snprintf(e, n, "'%c' cannot be part of a host name", ch);
+            return KA_EINVALID;
+        }
+    }
+    memcpy(c->admin_allowed_hosts, v, len + 1);
+    return 0;
+}
+
 static int set_state_file(ka_config_t *c, const char *v, char *e, size_t n)
 {
     return set_path(c->state_file, sizeof(c->state_file), v, e, n);
@@ -414,6 +447,8 @@ static const option_t options[] = {
      "admin HTTP API, or off (default 127.0.0.1:9644)"},
     {"admin-token-file", "KADMIT_ADMIN_TOKEN_FILE", set_admin_token_file, "FILE",
      "bearer token for admin changes (or env KADMIT_ADMIN_TOKEN)"},
+    {"admin-allowed-hosts", "KADMIT_ADMIN_ALLOWED_HOSTS", set_admin_allowed_hosts, "HOSTS",
+     "Host names the admin API answers besides localhost, when bound to loopback"},
     {"tls-cert", "KADMIT_TLS_CERT", set_tls_cert, "FILE",
      "PEM certificate chain served to clients; turns on TLS toward clients"},
     {"tls-key", "KADMIT_TLS_KEY", set_tls_key, "FILE", "PEM private key of --tls-cert"},

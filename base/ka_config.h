@@ -47,6 +47,7 @@ typedef struct ka_config {
     ka_hostport_t admin;         /* --admin: the admin HTTP API (default 127.0.0.1:9644) */
     int admin_off;               /* --admin off: no admin server */
     char admin_token_file[4096]; /* --admin-token-file: bearer token for mutations */
+    char admin_allowed_hosts[1024]; /* --admin-allowed-hosts: Host names besides loopback's */
     /* TLS toward clients (docs/tls-sasl.md): on when tls_cert is set. */
     char tls_cert[4096], tls_key[4096], tls_client_ca[4096];
     int tls_client_auth; /* enum ka_tls_client_auth; --tls-client-ca alone means required */

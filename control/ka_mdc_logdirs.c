@@ -110,28 +110,41 @@ done:
     ka_arena_destroy(&arena);
 }
 
+/* A reason cut at its buffer ends in "..." so a log line or API answer never
+ * passes off a cut principal or topic name as the whole one. */
+static void mark_if_cut(char *why, size_t len, int written)
+{
+    if (written >= 0 && (size_t)written < len)
+        return;
+    if (len >= 4)
+        memcpy(why + len - 4, "...", 4);
+}
+
 void ka_logdirs_partial_reason(const ka_logdirs_check_t *check, const char *principal, char *why,
                                size_t len)
 {
     char who[300];
+    int n;
 
     if (principal[0])
-        snprintf(who, sizeof(who), "User:%s", principal);
+        n = snprintf(who, sizeof(who), "User:%s", principal);
     else
-        snprintf(who, sizeof(who), "kadmit's metadata principal");
+        n = snprintf(who, sizeof(who), "kadmit's metadata principal");
+    mark_if_cut(who, sizeof(who), n);
     if (check->result == KA_LOGDIRS_UNAUTHORIZED)
-        snprintf(why, len,
-                 "the broker refused DescribeLogDirs, so kadmit cannot check that Metadata shows "
-                 "it every topic; grant %s Describe on the cluster and on every topic "
-                 "(kafka-acls --add --allow-principal %s --operation Describe --cluster "
-                 "--topic '*')",
-                 who, who);
+        n = snprintf(why, len,
+                     "the broker refused DescribeLogDirs, so kadmit cannot check that Metadata "
+                     "shows it every topic; grant %s Describe on the cluster and on every topic "
+                     "(kafka-acls --add --allow-principal %s --operation Describe --cluster "
+                     "--topic '*')",
+                     who, who);
     else
-        snprintf(why, len,
-                 "the broker hosts %lld replicas of partitions Metadata did not show kadmit, such "
-                 "as topic %s; grant %s Describe on every topic (kafka-acls --add "
-                 "--allow-principal %s --operation Describe --topic '*')",
-                 (long long)check->missing, check->first_missing, who, who);
+        n = snprintf(why, len,
+                     "the broker hosts %lld replicas of partitions Metadata did not show kadmit, "
+                     "such as topic %s; grant %s Describe on every topic (kafka-acls --add "
+                     "--allow-principal %s --operation Describe --topic '*')",
+                     (long long)check->missing, check->first_missing, who, who);
+    mark_if_cut(why, len, n);
 }
 
 /* Some topic was missing in the last check and is again, or either check lost count. */

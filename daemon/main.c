@@ -41,6 +41,8 @@
 /* A connect still pending after this long counts as unreachable (a broker
  * whose host drops packets never refuses). */
 #define ADMIN_PROBE_TIMEOUT_MS 3000
+/* The admin server's start-up error sentence (bad address, port in use). */
+#define ADMIN_WHY_MAX 400
 
 static ka_policy_reload_t policy_reload;
 
@@ -366,7 +368,7 @@ static int admin_start(admin_state_t *st, ka_admin_ops_t *ops, const ka_config_t
                        const char *token, char *err, size_t errlen)
 {
     char addr[KA_CONFIG_HOST_MAX + 16];
-    ka_admin_config_t acfg = {.token = token};
+    ka_admin_config_t acfg = {.token = token, .allowed_hosts = cfg->admin_allowed_hosts};
     *ops = admin_ops;
     ops->ctx = st;
     if (st->ps != NULL) {
@@ -385,7 +387,7 @@ static int admin_start(admin_state_t *st, ka_admin_ops_t *ops, const ka_config_t
     uv_timer_start(&st->probe_timer, probe_timer_cb, 0, ADMIN_PROBE_INTERVAL_MS);
     uv_unref((uv_handle_t *)&st->probe_timer);
     ka_config_admin_address(cfg, addr, sizeof(addr));
-    char why[400] = "";
+    char why[ADMIN_WHY_MAX] = "";
     int rc = ka_admin_server_start(ka_server_loop(st->srv), addr, &acfg, ops, &st->server, why,
                                    sizeof(why));
     if (rc < 0) {
@@ -402,7 +404,9 @@ static int admin_start(admin_state_t *st, ka_admin_ops_t *ops, const ka_config_t
 int main(int argc, char **argv)
 {
     ka_config_t cfg;
-    char err[512] = "";
+    /* Large enough for the longest sentence a start-up step writes: "--admin
+     * ADDRESS: " before the admin server's own (admin_start). */
+    char err[KA_CONFIG_HOST_MAX + 16 + ADMIN_WHY_MAX + 16] = "";
 
     if (argc >= 2 && strcmp(argv[1], "status") == 0)
         return ka_status_cli_main(argc - 1, argv + 1);

@@ -293,7 +293,7 @@ static void peer_name(uv_tcp_t *tcp, char *out, size_t len)
 {
     struct sockaddr_storage ss;
     int n = sizeof(ss);
-    char host[64] = "?";
+    char host[INET6_ADDRSTRLEN] = "?"; /* with ":65535", fits the 64 of s->peer */
     int port = 0;
     if (uv_tcp_getpeername(tcp, (struct sockaddr *)&ss, &n) == 0) {
         if (ss.ss_family == AF_INET6) {

@@ -16,7 +16,8 @@ build="$root/build-fuzz"
 
 mkdir -p "$build"
 CC=clang cmake -S . -B "$build" -G Ninja -DKADMIT_FUZZ=ON -DKADMIT_SANITIZE=ON \
-    -DKADMIT_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build/configure.log" 2>&1 ||
+    -DKADMIT_TESTS=OFF -DKADMIT_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    >"$build/configure.log" 2>&1 ||
     { cat "$build/configure.log"; exit 1; }
 cmake --build "$build"
 

@@ -28,11 +28,13 @@ start) ;;
 *) echo "usage: $0 [start|status|stop]" >&2; exit 2 ;;
 esac
 
+# What is missing is installed, whatever is already there (a machine with cmake and ninja may
+# still lack libuv's headers, kcat or Java): deps.sh checks every package and is quick when
+# nothing is missing.
+scripts/deps.sh
+
 # Build (incremental: a no-op when up to date).
 if [[ -z "${KADMIT_BIN:-}" ]]; then
-    if ! command -v cmake >/dev/null || ! command -v ninja >/dev/null; then
-        scripts/deps.sh
-    fi
     [[ -f build/build.ninja ]] || cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
     cmake --build build --target kadmit
     for p in build/kadmit build/proxy/kadmit; do
@@ -40,7 +42,6 @@ if [[ -z "${KADMIT_BIN:-}" ]]; then
     done
     [[ -n "${KADMIT_BIN:-}" ]] || { echo "run.sh: build produced no kadmit binary" >&2; exit 1; }
 fi
-command -v kcat >/dev/null && command -v mvn >/dev/null || scripts/deps.sh
 tests/kafka/fetch.sh >/dev/null
 
 # The demo policy: every broker may host 100 partition replicas. The sidecars

@@ -4,8 +4,8 @@
 #   scripts/test.sh              all stages
 #   scripts/test.sh STAGE...     only these stages (names as in the summary)
 #
-# Stages: deps, kafka, build, unit, build-asan, unit-asan, format, lint-deploy, protocol-gen,
-# integration-asan, integration, matrix, fuzz. A failing stage does not stop the later ones
+# Stages: deps, kafka, build, unit, build-asan, unit-asan, build-release, format, lint-deploy,
+# protocol-gen, integration-asan, integration, matrix, fuzz. A failing stage does not stop the later ones
 # (stages that need a missing build fail quickly); the summary lists each with its time and
 # the last line is "N passed, N failed". Exit status is non-zero when any stage failed.
 #
@@ -27,8 +27,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 export PYTHONDONTWRITEBYTECODE=1
 
-all_stages=(deps kafka build unit build-asan unit-asan format lint-deploy protocol-gen
-            integration-asan integration matrix fuzz)
+all_stages=(deps kafka build unit build-asan unit-asan build-release format lint-deploy
+            protocol-gen integration-asan integration matrix fuzz)
 cache="${KADMIT_CACHE:-$HOME/.cache/kadmit}"
 prefetch_log="$cache/matrix-prefetch.log"
 java_clients=(2.8.2 3.9.2 4.4.0) # tests/integration/test_matrix_clients.py JAVA_VERSIONS
@@ -117,13 +117,18 @@ run_stage() {
         prefetch_tools
         tests/kafka/fetch.sh && sh protocol/gen/fetch-specs.sh && prefetch_matrix ;;
     build)
-        cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+        cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKADMIT_WERROR=ON
         cmake --build build ;;
     unit) ctest --test-dir build --output-on-failure ;;
     build-asan)
-        cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKADMIT_SANITIZE=ON
+        cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKADMIT_SANITIZE=ON \
+            -DKADMIT_WERROR=ON
         cmake --build build-asan ;;
     unit-asan) ctest --test-dir build-asan --output-on-failure ;;
+    build-release) # what users and packagers build (-O3 finds warnings -O2 does not); build
+                   # only, no tests run on it. scripts/build-matrix.sh builds every type.
+        cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DKADMIT_WERROR=ON
+        cmake --build build-release ;;
     format) scripts/check-format.sh ;;
     lint-deploy) wait_tools && scripts/lint-deploy.sh ;;
     protocol-gen)

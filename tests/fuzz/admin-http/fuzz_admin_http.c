@@ -2,7 +2,8 @@
  * fuzz_admin_http.c: raw bytes into the admin API's HTTP session and router.
  *
  * The first input byte chooses how the rest is cut into reads (1..64 bytes
- * at a time, or all at once) and whether a token is configured; the rest is
+ * at a time, or all at once), whether a token is configured and whether the
+ * Host check and the probe reserve apply; the rest is
  * what a client sends. Everything behind the session is real (llhttp, the
  * router, the handlers, JSON, policy derivations, metrics) except the
  * proxy, which is a small in-memory fake, so this reaches every handler
@@ -133,10 +134,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     proxy.version = 1;
     if (data[0] & 0x80)
         cfg.token = FUZZ_TOKEN;
+    /* 0x40: the Host check, as on a loopback bind with operator names; with 0x01 as
+     * well, a probe-reserve connection. */
+    if (data[0] & 0x40)
+        cfg.allowed_hosts = "kadmit.internal, admin.example:9644,[fd00::1]";
     chunk = (data[0] & 0x3f) == 0 ? size : (size_t)(data[0] & 0x3f);
     if (ka_admin_context_init(&ctx, &cfg, &ops) < 0)
         abort();
+    if (data[0] & 0x40) {
+        ctx.host_check = true;
+        snprintf(ctx.bound_host, sizeof(ctx.bound_host), "127.0.0.2");
+    }
     ka_admin_session_init(&session, &ctx);
+    session.probe_only = (data[0] & 0x41) == 0x41;
     while (off < size && !session.closing) {
         size_t n = size - off < chunk ? size - off : chunk;
 

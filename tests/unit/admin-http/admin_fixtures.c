@@ -215,6 +215,11 @@ static void loop_thread(void *arg)
 
 void harness_start(admin_harness_t *h, const ka_admin_config_t *cfg)
 {
+    harness_start_on(h, cfg, "127.0.0.1:0");
+}
+
+void harness_start_on(admin_harness_t *h, const ka_admin_config_t *cfg, const char *address)
+{
     ka_admin_config_t defaults = {
         .token = TEST_TOKEN "\n", /* as read from a token file */
         .request_timeout_ms = 300,
@@ -228,8 +233,8 @@ void harness_start(admin_harness_t *h, const ka_admin_config_t *cfg)
     assert_int_equal(uv_loop_init(&h->loop), 0);
     assert_int_equal(uv_async_init(&h->loop, &h->stop, stop_cb), 0);
     h->stop.data = h;
-    if (ka_admin_server_start(&h->loop, "127.0.0.1:0", cfg ? cfg : &defaults, &h->ops, &h->server,
-                              err, sizeof(err)) != 0)
+    if (ka_admin_server_start(&h->loop, address, cfg ? cfg : &defaults, &h->ops, &h->server, err,
+                              sizeof(err)) != 0)
         fail_msg("ka_admin_server_start: %s", err);
     h->port = ka_admin_server_port(h->server);
     assert_true(h->port > 0);

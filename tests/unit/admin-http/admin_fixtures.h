@@ -56,6 +56,8 @@ typedef struct admin_harness {
 
 /* Starts a server on 127.0.0.1:0 with cfg (NULL: TEST_TOKEN, short timeouts). */
 void harness_start(admin_harness_t *h, const ka_admin_config_t *cfg);
+/* The same on another address (e.g. "0.0.0.0:0"); clients still connect to 127.0.0.1. */
+void harness_start_on(admin_harness_t *h, const ka_admin_config_t *cfg, const char *address);
 /* Closes the server from its own thread, joins it and checks nothing leaked. */
 void harness_stop(admin_harness_t *h);
 

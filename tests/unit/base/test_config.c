@@ -27,11 +27,19 @@ static int parse(ka_config_t *cfg, int argc, const char **argv)
 static int clear_env(void **state)
 {
     (void)state;
-    const char *vars[] = {
-        "KADMIT_LISTEN",       "KADMIT_UPSTREAM",         "KADMIT_BUFFER_MEMORY",
-        "KADMIT_LOG_LEVEL",    "KADMIT_MAX_CONNECTIONS",  "KADMIT_IDLE_TIMEOUT",
-        "KADMIT_ADMIN",        "KADMIT_ADMIN_TOKEN_FILE", "KADMIT_ADMIN_TOKEN",
-        "KADMIT_MAX_INFLIGHT", "KADMIT_CLUSTER_SECRET",   "KADMIT_CLUSTER_SECRET_FILE"};
+    const char *vars[] = {"KADMIT_LISTEN",
+                          "KADMIT_UPSTREAM",
+                          "KADMIT_BUFFER_MEMORY",
+                          "KADMIT_LOG_LEVEL",
+                          "KADMIT_MAX_CONNECTIONS",
+                          "KADMIT_IDLE_TIMEOUT",
+                          "KADMIT_ADMIN",
+                          "KADMIT_ADMIN_TOKEN_FILE",
+                          "KADMIT_ADMIN_TOKEN",
+                          "KADMIT_MAX_INFLIGHT",
+                          "KADMIT_CLUSTER_SECRET",
+                          "KADMIT_CLUSTER_SECRET_FILE",
+                          "KADMIT_ADMIN_ALLOWED_HOSTS"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
         unsetenv(vars[i]);
     return 0;
@@ -229,6 +237,29 @@ static void test_admin_address_and_off(void **state)
     expect_error(5, a5, "--admin 9644: expected HOST:PORT, or off");
     const char *a6[] = {"kadmit", "--upstream", "h:1", "--admin-token-file", ""};
     expect_error(5, a6, "--admin-token-file : expected a file path");
+}
+
+static void test_admin_allowed_hosts(void **state)
+{
+    (void)state;
+    ka_config_t cfg;
+    const char *a1[] = {"kadmit", "--upstream", "h:1"};
+    assert_int_equal(parse(&cfg, 3, a1), KA_CONFIG_RUN);
+    assert_string_equal(cfg.admin_allowed_hosts, "");
+    const char *a2[] = {"kadmit", "--upstream", "h:1",
+                        "--admin-allowed-hosts=kadmit.internal, admin.example:9644,[fd00::1]"};
+    assert_int_equal(parse(&cfg, 4, a2), KA_CONFIG_RUN);
+    assert_string_equal(cfg.admin_allowed_hosts, "kadmit.internal, admin.example:9644,[fd00::1]");
+    setenv("KADMIT_ADMIN_ALLOWED_HOSTS", "from-env.example", 1);
+    assert_int_equal(parse(&cfg, 3, a1), KA_CONFIG_RUN);
+    assert_string_equal(cfg.admin_allowed_hosts, "from-env.example");
+    clear_env(NULL);
+    const char *a3[] = {"kadmit", "--upstream", "h:1", "--admin-allowed-hosts", "a,,b"};
+    expect_error(5, a3, "--admin-allowed-hosts a,,b: expected host names separated by commas");
+    const char *a4[] = {"kadmit", "--upstream", "h:1", "--admin-allowed-hosts", "a/b"};
+    expect_error(5, a4, "'/' cannot be part of a host name");
+    const char *a5[] = {"kadmit", "--upstream", "h:1", "--admin-allowed-hosts", ""};
+    expect_error(5, a5, "expected host names");
 }
 
 static void test_admin_token(void **state)
@@ -501,6 +532,7 @@ int main(void)
         cmocka_unit_test_setup(test_inflight_and_metadata_upstream, clear_env),
         cmocka_unit_test_setup(test_size_suffixes, clear_env),
         cmocka_unit_test_setup(test_errors_name_flag_and_value, clear_env),
+        cmocka_unit_test_setup(test_admin_allowed_hosts, clear_env),
         cmocka_unit_test_setup(test_admin_address_and_off, clear_env),
         cmocka_unit_test_setup(test_admin_token, clear_env),
         cmocka_unit_test_setup(test_cluster_secret, clear_env),

@@ -148,6 +148,32 @@ static void test_unauthorized_from_the_error_code_or_no_directory(void **state)
     ka_cluster_unref(view);
 }
 
+/* A reason longer than its buffer is cut visibly: it ends in "...", never in
+ * a principal or topic name that merely looks whole. */
+static void test_a_reason_too_long_for_its_buffer_ends_in_an_ellipsis(void **state)
+{
+    (void)state;
+    ka_logdirs_check_t c;
+    char principal[280], why[KA_CLUSTER_PARTIAL_MAX];
+
+    memset(&c, 0, sizeof(c));
+    c.result = KA_LOGDIRS_MISSING;
+    c.missing = 1;
+    memset(c.first_missing, 't', sizeof(c.first_missing) - 1);
+    c.first_missing[sizeof(c.first_missing) - 1] = '\0';
+    memset(principal, 'p', sizeof(principal) - 1);
+    principal[sizeof(principal) - 1] = '\0';
+    ka_logdirs_partial_reason(&c, principal, why, sizeof(why));
+    assert_int_equal(strlen(why), sizeof(why) - 1);
+    assert_string_equal(why + sizeof(why) - 4, "...");
+    c.result = KA_LOGDIRS_UNAUTHORIZED;
+    ka_logdirs_partial_reason(&c, principal, why, sizeof(why));
+    assert_string_equal(why + sizeof(why) - 4, "...");
+    /* One that fits is left whole. */
+    ka_logdirs_partial_reason(&c, "kadmit", why, sizeof(why));
+    assert_string_equal(why + strlen(why) - 3, "*')");
+}
+
 static void test_a_truncated_answer_fails_without_a_verdict(void **state)
 {
     (void)state;
@@ -251,6 +277,7 @@ int main(void)
         cmocka_unit_test(test_missing_counts_replicas_of_partitions_the_view_lacks),
         cmocka_unit_test(test_unauthorized_from_the_error_code_or_no_directory),
         cmocka_unit_test(test_a_truncated_answer_fails_without_a_verdict),
+        cmocka_unit_test(test_a_reason_too_long_for_its_buffer_ends_in_an_ellipsis),
         cmocka_unit_test(test_partial_after_two_missing_checks_at_once_when_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
