@@ -521,7 +521,7 @@ void ka_config_defaults(ka_config_t *cfg)
     cfg->ledger = -1;          /* decided by check_combinations */
     snprintf(cfg->ledger_topic, sizeof(cfg->ledger_topic), "%s", KA_OWN_TOPIC_LEDGER);
     cfg->ledger_timeout_ms = 5000;
-    cfg->ledger_intent_ttl_ms = 120000;
+    cfg->ledger_intent_ttl_ms = 180000; /* above the policy's default staleness, 120 s */
     snprintf(cfg->limits_topic, sizeof(cfg->limits_topic), "%s", KA_OWN_TOPIC_LIMITS);
 }
 
@@ -549,6 +549,14 @@ static int check_combinations(ka_config_t *c, char *err, size_t errlen)
     }
     if (c->ledger < 0)
         c->ledger = c->policy_path[0] != '\0';
+    /* An intent read back after it expired on other sidecars was counted by none of them. */
+    if (c->ledger && c->ledger_timeout_ms >= c->ledger_intent_ttl_ms) {
+        snprintf(err, errlen,
+                 "--ledger-timeout-ms %u must be below --ledger-intent-ttl-ms %u: a decision "
+                 "waiting that long for its intent could see it expire on the other sidecars",
+                 (unsigned)c->ledger_timeout_ms, (unsigned)c->ledger_intent_ttl_ms);
+        return KA_EINVALID;
+    }
     /* A large held request lives in the pool's held class, which may take a
      * quarter of it, less the share kept for small ones (ka_pool.h); a cap
      * above that could never be met. */

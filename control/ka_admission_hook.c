@@ -696,6 +696,21 @@ int ka_admission_start(ka_server_t *srv, ka_policy_t *policy, char *err, size_t 
     }
     a->srv = srv;
     a->policy = policy;
+    /* A view may be up to metadata.max.staleness.ms old when it decides; an intent must still
+     * count until a view shows its result, so it must live longer than that. */
+    if (ka_server_config(srv)->ledger && ka_policy_metadata_max_staleness_ms(policy) >=
+                                             ka_server_config(srv)->ledger_intent_ttl_ms) {
+        snprintf(err, errlen,
+                 "metadata.max.staleness.ms %lld in the policy must be below "
+                 "--ledger-intent-ttl-ms %u: a decision may use a view that old, and an intent "
+                 "that expired before such a view shows its result would be counted by no one",
+                 (long long)ka_policy_metadata_max_staleness_ms(policy),
+                 (unsigned)ka_server_config(srv)->ledger_intent_ttl_ms);
+        ka_reservations_free(a->ledger);
+        ka_policy_unref(policy);
+        free(a);
+        return KA_EINVALID;
+    }
     ka_audit_setup(ka_server_metrics(srv), ka_policy_unknown_principal(policy));
     int rc =
         ka_mdc_start(ka_server_loop(srv), ka_server_metadata_addr(srv),

@@ -479,6 +479,22 @@ static void test_held_request_cap_must_fit_the_pool_with_a_policy(void **state)
     assert_true(parse(&cfg, 5, zero) < 0);
 }
 
+/* Settings that contradict each other stop kadmit at start, saying which and why. */
+static void test_a_ledger_timeout_not_below_the_intent_ttl_is_refused(void **state)
+{
+    (void)state;
+    ka_config_t cfg;
+    const char *bad[] = {"kadmit", "--upstream",          "h:1",   "--ledger",
+                         "on",     "--ledger-timeout-ms", "30000", "--ledger-intent-ttl-ms",
+                         "30000"};
+    assert_int_equal(parse(&cfg, 9, bad), KA_EINVALID);
+    assert_non_null(strstr(err, "--ledger-timeout-ms 30000 must be below --ledger-intent-ttl-ms"));
+    const char *off[] = {"kadmit", "--upstream",          "h:1",   "--ledger",
+                         "off",    "--ledger-timeout-ms", "30000", "--ledger-intent-ttl-ms",
+                         "30000"};
+    assert_int_equal(parse(&cfg, 9, off), KA_CONFIG_RUN);
+}
+
 static void test_ledger_is_on_with_a_policy_unless_turned_off(void **state)
 {
     (void)state;
@@ -488,7 +504,7 @@ static void test_ledger_is_on_with_a_policy_unless_turned_off(void **state)
     assert_int_equal(cfg.ledger, 0);
     assert_string_equal(cfg.ledger_topic, "__kadmit_ledger");
     assert_int_equal(cfg.ledger_timeout_ms, 5000);
-    assert_int_equal(cfg.ledger_intent_ttl_ms, 120000);
+    assert_int_equal(cfg.ledger_intent_ttl_ms, 180000);
     assert_non_null(strstr(cfg.sidecar_id, ":9100"));
     const char *policy[] = {"kadmit", "--upstream", "h:1", "--policy", "p.json"};
     assert_int_equal(parse(&cfg, 5, policy), KA_CONFIG_RUN);
@@ -541,6 +557,8 @@ int main(void)
         cmocka_unit_test_setup(test_held_request_cap_must_fit_the_pool_with_a_policy, clear_env),
         cmocka_unit_test_setup(test_stalled_reader_timeout, clear_env),
         cmocka_unit_test_setup(test_ledger_is_on_with_a_policy_unless_turned_off, clear_env),
+        cmocka_unit_test_setup(test_a_ledger_timeout_not_below_the_intent_ttl_is_refused,
+                               clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
