@@ -277,6 +277,15 @@ bool ka_adm_req_any_rejected(const ka_adm_req_t *req)
     return false;
 }
 
+bool ka_adm_req_only_own_topics(const ka_adm_req_t *req)
+{
+    for (size_t i = 0; req->judged && i < req->count; i++)
+        if (req->verdicts[i].reservation_id != 0 &&
+            ka_adm_own_topic(req->names[i]) == KA_ADM_OWN_NONE)
+            return false;
+    return req->judged;
+}
+
 void ka_adm_req_wait(ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
 {
     if (req->verdicts != NULL)

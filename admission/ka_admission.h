@@ -218,6 +218,8 @@ int ka_adm_own_topics_setup(const char *ledger_topic, const char *limits_topic);
 
 /* True when a judged request has an item rejected (or flagged in audit mode). */
 bool ka_adm_req_any_rejected(const ka_adm_req_t *req);
+/* True when every item of a judged request that reserved names one of kadmit's own topics. */
+bool ka_adm_req_only_own_topics(const ka_adm_req_t *req);
 /* Forgets the verdicts (giving back what they reserved): ka_adm_finish then says WAIT, and
  * the request is judged again after the next refresh. */
 void ka_adm_req_wait(ka_adm_req_t *req, const ka_adm_ctx_t *ctx);

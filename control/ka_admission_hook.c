@@ -424,7 +424,7 @@ static void ledger_cb(void *arg, enum ka_ledger_status status, uint64_t order)
 static void reject_unavailable(ka_admission_t *a, ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
 {
     char msg[600];
-    if (!ka_server_metrics(a->srv)->limits_loaded)
+    if (ka_ledger_usable(a->ledger_client) && !ka_server_metrics(a->srv)->limits_loaded)
         snprintf(msg, sizeof(msg),
                  "Cannot decide on this request: kadmit is still reading the cluster's limits "
                  "(topic %s) and decides on none older than them; it did not finish within %u "
@@ -518,6 +518,11 @@ static int ledger_phase1(ka_admission_t *a, const uint8_t *frame, size_t len, ka
         ka_adm_req_wait(req, ctx);
     if (n == 0) /* nothing admitted takes capacity: the ledger is not touched */
         goto finish;
+    /* kadmit's own topics are what the ledger needs to exist: while it is not read yet (the
+     * first start of a cluster), creating them is decided by this sidecar alone, against its
+     * view and its reservations. Any other admission waits for the ledger (ka_ledger.c). */
+    if (!ka_ledger_usable(a->ledger_client) && ka_adm_req_only_own_topics(req))
+        goto finish;
     ledger_wait_t *w = calloc(1, sizeof(*w));
     uint64_t *ids = calloc(n, sizeof(*ids));
     if (w == NULL || ids == NULL) {
@@ -529,8 +534,7 @@ static int ledger_phase1(ka_admission_t *a, const uint8_t *frame, size_t len, ka
     ka_adm_req_reservations(req, ids, n);
     if ((w->copy = malloc(len)) != NULL)
         memcpy(w->copy, frame, len);
-    if (w->copy == NULL || !ka_ledger_usable(a->ledger_client) ||
-        ka_ledger_claims_take(&w->claims, a->ledger, ids, n) < 0 ||
+    if (w->copy == NULL || ka_ledger_claims_take(&w->claims, a->ledger, ids, n) < 0 ||
         ka_ledger_append_intent(a->ledger_client, ids, n, ledger_cb, w, &w->seq) < 0) {
         ka_ledger_claims_free(&w->claims);
         free(w->copy);

@@ -16,7 +16,9 @@
  * kadmit-mac over the sidecar id and the JSON), and a record read without a
  * MAC that verifies is counted and skipped before it reaches the state.
  *
- * An intent waits, unwritten, while the cluster's limits have not been read
+ * An intent waits, unwritten, while the ledger is not read yet (a sidecar
+ * starting: a create that arrives then is judged once it is, not refused),
+ * and while the cluster's limits have not been read
  * to their end since start (the limits_loaded gauge, which the limits topic
  * sets): the request is then judged again, in phase two, on the limits in
  * force, never on the policy file's alone. It is written as soon as they
@@ -550,7 +552,7 @@ static void tick_cb(uv_timer_t *t)
 {
     ka_ledger_t *l = t->data;
     int64_t now = loop_ms(l);
-    if (l->m->limits_loaded)
+    if (l->phase == PH_READING && l->m->limits_loaded)
         write_held(l);
     for (pending_t **pp = &l->pending; *pp != NULL;) {
         pending_t *p = *pp;
@@ -687,7 +689,7 @@ static int own_topic(const ka_ledger_t *l, ka_slice_t name)
 int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_ledger_intent_cb cb,
                             void *arg, uint64_t *seq)
 {
-    if (!ka_ledger_usable(l) || n == 0 || n > KA_LEDGER_ITEMS_MAX)
+    if (l == NULL || n == 0 || n > KA_LEDGER_ITEMS_MAX)
         return KA_EINVALID;
     ka_reservation_spec_t *specs = calloc(n, sizeof(*specs));
     pending_t *p = calloc(1, sizeof(*p));
@@ -699,7 +701,9 @@ int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_le
         rc = ka_reservations_describe(l->mirror, ids[i], &specs[i], NULL);
         others |= rc == 0 && !own_topic(l, specs[i].topic);
     }
-    int hold = others && !l->m->limits_loaded;
+    /* Held until the ledger is read (a sidecar starting, or reconnecting) and, unless all its
+     * items are kadmit's own topics, until the limits are loaded; at most --ledger-timeout-ms. */
+    int hold = (others && !l->m->limits_loaded) || l->phase != PH_READING;
     if (rc == 0) {
         uint64_t floor = ka_ledger_state_seq_floor(l->state);
         if (l->next_seq < floor)
@@ -718,7 +722,7 @@ int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_le
          * not wait: while the limits load, such an intent can pass held ones,
          * which are then refused as copies and fail at their timeout.) */
         if (l->m->limits_loaded)
-            write_held(l);
+            write_held(l); /* the phase is READING here */
         if ((rc = produce(l, json, len, p->seq)) < 0)
             ka_ledger_state_own_end(l->state, p->seq);
     }

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""How soon a sidecar can decide on a new cluster: the time from starting every sidecar (`--ledger
+on`, a policy) to `/v1/admission` answering 200 on each, and what a create sent 1 s after the start
+gets (it should wait for the ledger and be judged, not be refused).
+
+Each run starts a fresh KRaft cluster (the integration harness; no kadmit topic exists yet), starts
+one sidecar per broker at once, sends one CreateTopics (1 partition, RF 1) through sidecar 1 at
++1 s, and polls every sidecar's /v1/admission every 50 ms. It reports, per run, the seconds to ready
+per sidecar, and the early create's error code, message and latency. A run fails (exit 1) on a
+sidecar that never gets ready within 60 s.
+
+  KADMIT_TEST_PORT_BASE=3000 python3 bench/cold_start.py [--brokers 1,3] [--runs 2] [--bin build/kadmit]
+"""
+import argparse
+import json
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "scripts" / "harness"))
+sys.path.insert(0, str(HERE.parent / "tests" / "integration"))
+
+import clients  # noqa: E402
+import kafka_cluster as kc  # noqa: E402
+
+
+def admission_status(admin: str) -> int:
+    try:
+        with urllib.request.urlopen(f"http://{admin}/v1/admission", timeout=2) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return 0
+
+
+def one_run(brokers: int, binary: Path, base: int) -> dict:
+    d = Path(tempfile.mkdtemp(prefix="kadmit-cold-"))
+    c = kc.KafkaCluster(d, brokers=brokers, port_base_=base)
+    sc = kc.Sidecars(c, binary)
+    policy = d / "policy.json"
+    policy.write_text(json.dumps({"max.broker.partitions": 100000}))
+    c.start()
+    early: dict = {}
+    try:
+        t0 = time.monotonic()
+        for s in sc.items:
+            s.proc.spawn([str(s.binary), "--listen", s.listen, "--upstream", s.upstream,
+                          "--admin", s.admin, "--policy", str(policy), "--ledger", "on",
+                          "--sidecar-id", f"cold-{s.node.id}", "--log-level", "info"])
+
+        def create_early() -> None:
+            time.sleep(max(0.0, t0 + 1.0 - time.monotonic()))
+            while not kc.port_open(sc.items[0].node.sidecar_port):
+                time.sleep(0.02)
+            t = time.monotonic()
+            body = clients.raw_call(sc.items[0].node.sidecar_port,
+                                    clients.create_topics_v5(1, [("cold-early", 1, 1)]))
+            (_, code, msg), = clients.parse_create_topics_v5(body)
+            early.update(code=code, message=msg, sent_at_s=round(t - t0, 2),
+                         latency_s=round(time.monotonic() - t, 2))
+
+        th = threading.Thread(target=create_early)
+        th.start()
+        ready: dict[int, float] = {}
+        while len(ready) < len(sc.items):
+            for s in sc.items:
+                if s.node.id not in ready and admission_status(s.admin) == 200:
+                    ready[s.node.id] = round(time.monotonic() - t0, 2)
+            if time.monotonic() - t0 > 60:
+                break
+            time.sleep(0.05)
+        th.join(timeout=60)
+        return {"brokers": brokers, "ready_s": ready, "early_create": early,
+                "all_ready": len(ready) == len(sc.items)}
+    finally:
+        for s in sc.items:
+            s.proc.stop()
+        c.stop()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--brokers", default="1,3")
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--bin", default=str(HERE.parent / "build" / "kadmit"))
+    args = ap.parse_args()
+    results = []
+    for n in (int(x) for x in args.brokers.split(",")):
+        for _ in range(args.runs):
+            r = one_run(n, Path(args.bin), kc.port_base() + 700)
+            print(json.dumps(r), flush=True)
+            results.append(r)
+    return 0 if all(r["all_ready"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
