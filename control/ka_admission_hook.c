@@ -25,6 +25,7 @@
 #include "ka_metadata_client.h"
 #include "ka_policy_rules.h"
 #include "ka_protocol.h"
+#include "ka_rdk_side.h"
 
 typedef struct waiter {
     void (*wake)(void *arg);
@@ -646,20 +647,18 @@ static int on_response(void *user, const ka_inflight_entry_t *request, uint8_t *
 static int ledger_start(ka_admission_t *a, char *err, size_t errlen)
 {
     const ka_config_t *cfg = ka_server_config(a->srv);
-    char bootstrap[320], why[400] = "";
-    if (cfg->ledger_bootstrap.set)
-        snprintf(bootstrap, sizeof(bootstrap),
-                 strchr(cfg->ledger_bootstrap.host, ':') ? "[%s]:%u" : "%s:%u",
-                 cfg->ledger_bootstrap.host, (unsigned)cfg->ledger_bootstrap.port);
-    else
-        snprintf(bootstrap, sizeof(bootstrap), "%s", ka_server_metadata_name(a->srv));
+    char bootstrap[KA_RDK_BOOTSTRAP_MAX], why[400] = "";
+    enum ka_rdk_bootstrap_source source;
     ka_ledger_config_t lc = {.topic = cfg->ledger_topic,
                              .sidecar_id = cfg->sidecar_id,
                              .bootstrap = bootstrap,
                              .timeout_ms = cfg->ledger_timeout_ms,
                              .ttl_ms = cfg->ledger_intent_ttl_ms};
-    ka_rdk_security_from(&lc.security, cfg, ka_server_upstream_security(a->srv));
-    int rc = ka_ledger_start(ka_server_loop(a->srv), &lc, a->ledger, ka_server_metrics(a->srv),
+    /* The sidecars' client side, not the upstream side (ka_rdk_side.h). */
+    int rc = ka_rdk_side_from(&lc.security, bootstrap, sizeof(bootstrap), &source, cfg,
+                              ka_server_upstream_security(a->srv), why, sizeof(why));
+    if (rc == 0)
+        rc = ka_ledger_start(ka_server_loop(a->srv), &lc, a->ledger, ka_server_metrics(a->srv),
                              &a->ledger_client, why, sizeof(why));
     if (rc < 0) {
         snprintf(err, errlen, "cannot start the admission ledger client: %s", why);
@@ -667,6 +666,10 @@ static int ledger_start(ka_admission_t *a, char *err, size_t errlen)
     }
     ka_log(KA_LOG_INFO, "admission ledger on", KA_KS("topic", lc.topic),
            KA_KS("sidecar", lc.sidecar_id), KA_KS("bootstrap", bootstrap),
+           KA_KS("bootstrap_from", ka_rdk_bootstrap_source_name(source)),
+           KA_KS("tls", lc.security.tls ? "yes" : "no"),
+           KA_KS("client_cert", lc.security.cert_file ? "yes" : "no"),
+           KA_KS("sasl", lc.security.mechanism ? lc.security.mechanism : "none"),
            KA_KI("timeout_ms", lc.timeout_ms), KA_KI("intent_ttl_ms", lc.ttl_ms));
     return 0;
 }
