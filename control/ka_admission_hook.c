@@ -494,6 +494,34 @@ static int ledger_phase2(ka_admission_t *a, ledger_wait_t *w, const ka_frame_hea
  * Phase 1 with the ledger on. Returns 1 when the request now waits for its
  * intent (v says DEFER), 0 when *o holds the final outcome.
  */
+/*
+ * kadmit's own topics (the ledger, the limits topic) are created by its own
+ * clients, which reach the brokers through the sidecars like any client
+ * (ka_rdk_side.h). Until the ledger is read there is nothing to order their
+ * creation with, so a CreateTopics of only those topics is judged as with
+ * --ledger off (view and limits) instead of refused for want of a ledger
+ * that cannot exist before it. At most one partition per own topic.
+ */
+static int only_own_topics(ka_admission_t *a, const uint64_t *ids, size_t n)
+{
+    const ka_config_t *cfg = ka_server_config(a->srv);
+    for (size_t i = 0; i < n; i++) {
+        ka_reservation_spec_t spec;
+        if (ka_reservations_describe(a->ledger, ids[i], &spec, NULL) < 0 || spec.topic.len <= 0)
+            return 0;
+        size_t len = (size_t)spec.topic.len;
+        int own = (len == strlen(cfg->ledger_topic) &&
+                   memcmp(spec.topic.ptr, cfg->ledger_topic, len) == 0) ||
+                  (len == strlen(cfg->limits_topic) &&
+                   memcmp(spec.topic.ptr, cfg->limits_topic, len) == 0);
+        if (!own)
+            return 0;
+    }
+    ka_log(KA_LOG_INFO, "kadmit's own topic judged without the ledger, which is not read yet",
+           KA_KI("items", n));
+    return 1;
+}
+
 static int ledger_phase1(ka_admission_t *a, const uint8_t *frame, size_t len, ka_adm_ctx_t *ctx,
                          ka_adm_outcome_t *o, int *rc)
 {
@@ -514,6 +542,12 @@ static int ledger_phase1(ka_admission_t *a, const uint8_t *frame, size_t len, ka
         goto done;
     }
     ka_adm_req_reservations(req, ids, n);
+    if (o->api == KA_ADM_CREATE_TOPICS && !ka_ledger_usable(a->ledger_client) &&
+        only_own_topics(a, ids, n)) {
+        free(w);
+        free(ids);
+        goto finish;
+    }
     if ((w->copy = malloc(len)) != NULL)
         memcpy(w->copy, frame, len);
     if (w->copy == NULL || !ka_ledger_usable(a->ledger_client) ||
