@@ -204,6 +204,10 @@ PATH_SETTER(set_upstream_key, upstream_key)
 PATH_SETTER(set_upstream_server_name, upstream_server_name)
 PATH_SETTER(set_sasl_username, metadata_sasl_username)
 PATH_SETTER(set_sasl_password_file, metadata_sasl_password_file)
+PATH_SETTER(set_ledger_ca, ledger_ca)
+PATH_SETTER(set_ledger_cert, ledger_cert)
+PATH_SETTER(set_ledger_key, ledger_key)
+PATH_SETTER(set_ledger_properties, ledger_properties)
 
 static int set_bool(int *field, const char *v, char *e, size_t n)
 {
@@ -481,7 +485,15 @@ static const option_t options[] = {
     {"ledger-topic", "KADMIT_LEDGER_TOPIC", set_ledger_topic, "TOPIC",
      "the ledger topic, created when missing (default __kadmit_ledger)"},
     {"ledger-bootstrap", "KADMIT_LEDGER_BOOTSTRAP", set_ledger_bootstrap, "HOST:PORT",
-     "broker the ledger client bootstraps from (default: the metadata upstream)"},
+     "where the ledger and limits clients bootstrap; speaks the sidecars' protocol (default: "
+     "the upstream if no TLS on either side, else --listen)"},
+    {"ledger-ca", "KADMIT_LEDGER_CA", set_ledger_ca, "FILE",
+     "CA of the sidecars' certificates (default --tls-client-ca, else --upstream-ca)"},
+    {"ledger-cert", "KADMIT_LEDGER_CERT", set_ledger_cert, "FILE",
+     "client certificate toward mTLS sidecars (default --tls-cert when they need one)"},
+    {"ledger-key", "KADMIT_LEDGER_KEY", set_ledger_key, "FILE", "PEM private key of --ledger-cert"},
+    {"ledger-properties", "KADMIT_LEDGER_PROPERTIES", set_ledger_properties, "FILE",
+     "librdkafka key=value lines for the ledger and limits clients, applied last"},
     {"ledger-timeout-ms", "KADMIT_LEDGER_TIMEOUT_MS", set_ledger_timeout, "MS",
      "fail a decision whose intent is not read back in time (default 5000)"},
     {"ledger-intent-ttl-ms", "KADMIT_LEDGER_INTENT_TTL_MS", set_ledger_ttl, "MS",
@@ -541,6 +553,10 @@ static int check_combinations(ka_config_t *c, char *err, size_t errlen)
     }
     if ((c->upstream_cert[0] != '\0') != (c->upstream_key[0] != '\0')) {
         snprintf(err, errlen, "--upstream-cert and --upstream-key go together");
+        return KA_EINVALID;
+    }
+    if ((c->ledger_cert[0] != '\0') != (c->ledger_key[0] != '\0')) {
+        snprintf(err, errlen, "--ledger-cert and --ledger-key go together");
         return KA_EINVALID;
     }
     if (c->metadata_sasl_mechanism[0] != '\0' && c->metadata_sasl_username[0] == '\0') {

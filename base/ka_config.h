@@ -63,10 +63,16 @@ typedef struct ka_config {
     /* The cluster-wide admission ledger (control/ka_ledger.h). */
     int ledger;                     /* --ledger on|off; on by default when --policy is given */
     char ledger_topic[250];         /* --ledger-topic (default __kadmit_ledger) */
-    ka_hostport_t ledger_bootstrap; /* --ledger-bootstrap; unset = the metadata upstream */
-    uint32_t ledger_timeout_ms;     /* --ledger-timeout-ms: an intent not read back by then fails */
-    uint32_t ledger_intent_ttl_ms;  /* --ledger-intent-ttl-ms: intents count this long at most */
-    char sidecar_id[256];           /* --sidecar-id (default hostname:listen port) */
+    ka_hostport_t ledger_bootstrap; /* --ledger-bootstrap; unset: control/ka_rdk_side.h */
+    /* The ledger and limits clients speak the sidecars' client side
+     * (control/ka_rdk_side.h): the CA that signs sidecar certificates (empty:
+     * --tls-client-ca, else --upstream-ca, else the system store), a client
+     * certificate for sidecars requiring mTLS (empty: --tls-cert when they
+     * do), and librdkafka properties applied last. */
+    char ledger_ca[4096], ledger_cert[4096], ledger_key[4096], ledger_properties[4096];
+    uint32_t ledger_timeout_ms;    /* --ledger-timeout-ms: an intent not read back by then fails */
+    uint32_t ledger_intent_ttl_ms; /* --ledger-intent-ttl-ms: intents count this long at most */
+    char sidecar_id[256];          /* --sidecar-id (default hostname:listen port) */
     /* The cluster's limits: with the ledger on, admin API changes go to this
      * compacted topic, which every sidecar reads (--limits-topic). */
     char limits_topic[250];

@@ -25,6 +25,7 @@
 #include "ka_metadata_client.h"
 #include "ka_policy_rules.h"
 #include "ka_protocol.h"
+#include "ka_rdk_side.h"
 
 typedef struct waiter {
     void (*wake)(void *arg);
@@ -521,8 +522,11 @@ static int ledger_phase1(ka_admission_t *a, const uint8_t *frame, size_t len, ka
     /* kadmit's own topics are what the ledger needs to exist: while it is not read yet (the
      * first start of a cluster), creating them is decided by this sidecar alone, against its
      * view and its reservations. Any other admission waits for the ledger (ka_ledger.c). */
-    if (!ka_ledger_usable(a->ledger_client) && ka_adm_req_only_own_topics(req))
+    if (!ka_ledger_usable(a->ledger_client) && ka_adm_req_only_own_topics(req)) {
+        ka_log(KA_LOG_INFO, "kadmit's own topic judged without the ledger, which is not read yet",
+               KA_KI("items", n));
         goto finish;
+    }
     ledger_wait_t *w = calloc(1, sizeof(*w));
     uint64_t *ids = calloc(n, sizeof(*ids));
     if (w == NULL || ids == NULL) {
@@ -664,20 +668,18 @@ static int on_response(void *user, const ka_inflight_entry_t *request, uint8_t *
 static int ledger_start(ka_admission_t *a, char *err, size_t errlen)
 {
     const ka_config_t *cfg = ka_server_config(a->srv);
-    char bootstrap[320], why[400] = "";
-    if (cfg->ledger_bootstrap.set)
-        snprintf(bootstrap, sizeof(bootstrap),
-                 strchr(cfg->ledger_bootstrap.host, ':') ? "[%s]:%u" : "%s:%u",
-                 cfg->ledger_bootstrap.host, (unsigned)cfg->ledger_bootstrap.port);
-    else
-        snprintf(bootstrap, sizeof(bootstrap), "%s", ka_server_metadata_name(a->srv));
+    char bootstrap[KA_RDK_BOOTSTRAP_MAX], why[400] = "";
+    enum ka_rdk_bootstrap_source source;
     ka_ledger_config_t lc = {.topic = cfg->ledger_topic,
                              .sidecar_id = cfg->sidecar_id,
                              .bootstrap = bootstrap,
                              .timeout_ms = cfg->ledger_timeout_ms,
                              .ttl_ms = cfg->ledger_intent_ttl_ms};
-    ka_rdk_security_from(&lc.security, cfg, ka_server_upstream_security(a->srv));
-    int rc = ka_ledger_start(ka_server_loop(a->srv), &lc, a->ledger, ka_server_metrics(a->srv),
+    /* The sidecars' client side, not the upstream side (ka_rdk_side.h). */
+    int rc = ka_rdk_side_from(&lc.security, bootstrap, sizeof(bootstrap), &source, cfg,
+                              ka_server_upstream_security(a->srv), why, sizeof(why));
+    if (rc == 0)
+        rc = ka_ledger_start(ka_server_loop(a->srv), &lc, a->ledger, ka_server_metrics(a->srv),
                              &a->ledger_client, why, sizeof(why));
     if (rc < 0) {
         snprintf(err, errlen, "cannot start the admission ledger client: %s", why);
@@ -685,6 +687,10 @@ static int ledger_start(ka_admission_t *a, char *err, size_t errlen)
     }
     ka_log(KA_LOG_INFO, "admission ledger on", KA_KS("topic", lc.topic),
            KA_KS("sidecar", lc.sidecar_id), KA_KS("bootstrap", bootstrap),
+           KA_KS("bootstrap_from", ka_rdk_bootstrap_source_name(source)),
+           KA_KS("tls", lc.security.tls ? "yes" : "no"),
+           KA_KS("client_cert", lc.security.cert_file ? "yes" : "no"),
+           KA_KS("sasl", lc.security.mechanism ? lc.security.mechanism : "none"),
            KA_KI("timeout_ms", lc.timeout_ms), KA_KI("intent_ttl_ms", lc.ttl_ms));
     return 0;
 }

@@ -62,7 +62,7 @@ typedef struct ka_limits_settings {
     const char *bootstrap; /* "host:port" of a broker (kadmit's own upstream) */
     const char *topic;
     const char *writer; /* written_by of this sidecar's records */
-    /* TLS and SASL like kadmit's metadata connection (ka_rdk_security_from),
+    /* TLS and SASL of the sidecars' client side (ka_rdk_side_from),
      * and the cluster secret that signs the records; or NULL. */
     const ka_rdk_security_t *security;
     /* Refusals, conflicts, repairs and the limits_loaded gauge; or NULL. */

@@ -10,6 +10,7 @@
 
 #include "ka_admission_hook.h"
 #include "ka_log.h"
+#include "ka_rdk_side.h"
 
 static void reload_cb(void *arg, const char *trigger)
 {
@@ -135,10 +136,8 @@ static bool limits_topic_exists_cb(void *arg, const char *topic)
 /* Starts the limits topic's clients against the ledger's broker (kadmit's own by default). */
 static void limits_start(ka_policy_reload_t *r, const ka_config_t *cfg)
 {
-    const ka_hostport_t *broker = cfg->ledger_bootstrap.set    ? &cfg->ledger_bootstrap
-                                  : cfg->metadata_upstream.set ? &cfg->metadata_upstream
-                                                               : &cfg->upstream;
-    char bootstrap[KA_CONFIG_HOST_MAX + 16], err[512] = "";
+    char bootstrap[KA_RDK_BOOTSTRAP_MAX], err[512] = "";
+    enum ka_rdk_bootstrap_source source;
     ka_limits_handlers_t h = {.arg = r,
                               .record = limits_record_cb,
                               .problem = limits_problem_cb,
@@ -152,10 +151,10 @@ static void limits_start(ka_policy_reload_t *r, const ka_config_t *cfg)
                                      .security = &security,
                                      .metrics = ka_server_metrics(r->srv)};
 
-    snprintf(bootstrap, sizeof(bootstrap), strchr(broker->host, ':') ? "[%s]:%u" : "%s:%u",
-             broker->host, (unsigned)broker->port);
-    ka_rdk_security_from(&security, cfg, ka_server_upstream_security(r->srv));
-    if (ka_limits_start(ka_server_loop(r->srv), &settings, &h, &r->limits, err, sizeof(err)) < 0) {
+    /* Like the ledger client: the sidecars' client side (ka_rdk_side.h). */
+    if (ka_rdk_side_from(&security, bootstrap, sizeof(bootstrap), &source, cfg,
+                         ka_server_upstream_security(r->srv), err, sizeof(err)) < 0 ||
+        ka_limits_start(ka_server_loop(r->srv), &settings, &h, &r->limits, err, sizeof(err)) < 0) {
         snprintf(r->cluster_error, sizeof(r->cluster_error), "%s", err);
         ka_log(KA_LOG_ERROR, "the cluster limits topic could not start; API changes are refused",
                KA_KS("topic", r->topic), KA_KS("error", err));

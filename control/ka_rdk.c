@@ -37,24 +37,6 @@ struct ka_rdk {
     size_t works;     /* blocking works not yet done */
 };
 
-void ka_rdk_security_from(ka_rdk_security_t *out, const ka_config_t *cfg,
-                          const ka_upstream_security_t *sec)
-{
-    memset(out, 0, sizeof(*out));
-    out->tls = cfg->upstream_tls;
-    out->ca_file = cfg->upstream_ca;
-    out->cert_file = cfg->upstream_cert;
-    out->key_file = cfg->upstream_key;
-    out->verify = cfg->upstream_verify;
-    out->records.secret = (const uint8_t *)cfg->cluster_secret;
-    out->records.len = cfg->cluster_secret_len;
-    if (sec != NULL && sec->mechanism[0] != '\0') {
-        out->mechanism = sec->mechanism;
-        out->username = sec->username;
-        out->password = sec->password;
-    }
-}
-
 static int set(rd_kafka_conf_t *conf, const char *name, const char *value, char *err, size_t errlen)
 {
     char why[256];
@@ -114,6 +96,10 @@ static rd_kafka_conf_t *build_conf(const ka_rdk_settings_t *s, char *err, size_t
         apply_security(conf, &s->security, err, errlen) < 0)
         goto fail;
     for (const char *const *p = s->props; p != NULL && p[0] != NULL; p += 2) {
+        if (set(conf, p[0], p[1], err, errlen) < 0)
+            goto fail;
+    }
+    for (const char *const *p = s->security.user_props; p != NULL && p[0] != NULL; p += 2) {
         if (set(conf, p[0], p[1], err, errlen) < 0)
             goto fail;
     }

@@ -16,10 +16,10 @@
  * handed to the caller's callback and destroyed after it returns; log events
  * are written to kadmit's log here and not passed on.
  *
- * Security follows kadmit's own connections to the broker (the metadata
- * client): the upstream TLS files and the metadata SASL identity. librdkafka
- * checks the broker's name against the bootstrap host (it has no separate
- * SNI setting), so --upstream-server-name does not apply here.
+ * Security is the sidecars' client side (ka_rdk_side.h): these clients
+ * follow the advertised listeners, which are the sidecars. librdkafka
+ * checks a broker's name against the host it connects to (it has no
+ * separate SNI setting).
  *
  * The watch does not keep the loop alive (uv_unref), so a drain can end
  * while a handle is open. Not thread-safe: one owner on the loop. ka_rdk_blocking_run() is the one
@@ -55,6 +55,10 @@ typedef struct ka_rdk_security {
      * topics (ka_own_mac.h); not a librdkafka setting, but it travels with
      * the rest of what makes these clients trusted. */
     ka_own_key_t records;
+    /* The operator's librdkafka properties (--ledger-properties) as name,
+     * value pairs ending with a NULL name, or NULL; applied after every
+     * other setting, so they win. */
+    const char *const *user_props;
 } ka_rdk_security_t;
 
 typedef struct ka_rdk_settings {
@@ -73,11 +77,6 @@ typedef struct ka_rdk_settings {
  * were already logged; a callback typically looks at rd_kafka_event_type.
  */
 typedef void (*ka_rdk_event_cb)(void *arg, ka_rdk_t *rdk, rd_kafka_event_t *ev);
-
-/* The security of the metadata connection: TLS files from cfg, SASL from sec;
- * and cfg's cluster secret for the records. */
-void ka_rdk_security_from(ka_rdk_security_t *out, const ka_config_t *cfg,
-                          const ka_upstream_security_t *sec);
 
 /*
  * Creates the handle and starts serving its queue on loop. Returns 0, or a

@@ -22,6 +22,8 @@ if(TARGET ka_admin)
   target_include_directories(test_control_limits_admin PRIVATE ${CMAKE_CURRENT_LIST_DIR}/admin-http)
 endif()
 ka_unit_test(test_control_rdk SOURCES ${KA_CONTROL_TEST_DIR}/test_rdk.c LIBS ka_control)
+# What the ledger and limits clients speak in each layout, and --ledger-properties.
+ka_unit_test(test_control_rdk_side SOURCES ${KA_CONTROL_TEST_DIR}/test_rdk_side.c LIBS ka_control)
 # The MAC of kadmit's own records (ledger and limits topics).
 ka_unit_test(test_control_own_mac SOURCES ${KA_CONTROL_TEST_DIR}/test_own_mac.c LIBS ka_control_core)
 ka_unit_test(test_control_ledger_record

@@ -539,6 +539,29 @@ static void test_ledger_is_on_with_a_policy_unless_turned_off(void **state)
     assert_non_null(strstr(err, "--ledger-topic"));
 }
 
+/* The ledger and limits clients' own TLS files and librdkafka properties (ka_rdk_side.h). */
+static void test_ledger_client_security_flags(void **state)
+{
+    (void)state;
+    ka_config_t cfg;
+    setenv("KADMIT_LEDGER_CA", "env-ca.pem", 1);
+    const char *argv[] = {"kadmit",        "--upstream",   "h:1",   "--ledger-cert",
+                          "l.pem",         "--ledger-key", "l.key", "--ledger-properties",
+                          "rdk.properties"};
+    assert_int_equal(parse(&cfg, 9, argv), KA_CONFIG_RUN);
+    assert_string_equal(cfg.ledger_ca, "env-ca.pem");
+    assert_string_equal(cfg.ledger_cert, "l.pem");
+    assert_string_equal(cfg.ledger_key, "l.key");
+    assert_string_equal(cfg.ledger_properties, "rdk.properties");
+    const char *flag[] = {"kadmit", "--upstream", "h:1", "--ledger-ca", "flag-ca.pem"};
+    assert_int_equal(parse(&cfg, 5, flag), KA_CONFIG_RUN);
+    assert_string_equal(cfg.ledger_ca, "flag-ca.pem"); /* a flag wins over its variable */
+    unsetenv("KADMIT_LEDGER_CA");
+    const char *nokey[] = {"kadmit", "--upstream", "h:1", "--ledger-cert", "l.pem"};
+    assert_true(parse(&cfg, 5, nokey) < 0);
+    assert_non_null(strstr(err, "--ledger-cert and --ledger-key go together"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -559,6 +582,7 @@ int main(void)
         cmocka_unit_test_setup(test_ledger_is_on_with_a_policy_unless_turned_off, clear_env),
         cmocka_unit_test_setup(test_a_ledger_timeout_not_below_the_intent_ttl_is_refused,
                                clear_env),
+        cmocka_unit_test_setup(test_ledger_client_security_flags, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -140,35 +140,12 @@ static void test_blocking_work_runs_off_the_loop_and_close_waits_for_it(void **s
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
-static void test_security_follows_the_metadata_connection(void **state)
-{
-    (void)state;
-    ka_config_t cfg;
-    ka_upstream_security_t sec = {0};
-    ka_rdk_security_t out;
-    ka_config_defaults(&cfg);
-    cfg.upstream_tls = 1;
-    snprintf(cfg.upstream_ca, sizeof(cfg.upstream_ca), "ca.pem");
-    snprintf(sec.mechanism, sizeof(sec.mechanism), "SCRAM-SHA-256");
-    snprintf(sec.username, sizeof(sec.username), "kadmit");
-    snprintf(sec.password, sizeof(sec.password), "secret");
-    ka_rdk_security_from(&out, &cfg, &sec);
-    assert_true(out.tls);
-    assert_string_equal(out.ca_file, "ca.pem");
-    assert_string_equal(out.mechanism, "SCRAM-SHA-256");
-    assert_string_equal(out.password, "secret");
-    sec.mechanism[0] = '\0';
-    ka_rdk_security_from(&out, &cfg, &sec);
-    assert_null(out.mechanism);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_delivery_report_arrives_through_the_loop),
         cmocka_unit_test(test_refused_property_is_named_in_the_error),
         cmocka_unit_test(test_blocking_work_runs_off_the_loop_and_close_waits_for_it),
-        cmocka_unit_test(test_security_follows_the_metadata_connection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
