@@ -9,8 +9,10 @@
  * against the view and only the intents ordered before O, keeping phase
  * 1's placement, and the request goes on. The broker's answer is recorded
  * as an outcome. A decision that admits nothing never touches the ledger.
+ * The two phases live in ka_admission_ledger.c; this file holds the hook,
+ * the waits for a fresher view, and setup.
  */
-#include "ka_admission_hook.h"
+#include "ka_admission_hook_int.h"
 #include "ka_admission_events.h"
 
 #include <stdio.h>
@@ -27,65 +29,7 @@
 #include "ka_protocol.h"
 #include "ka_rdk_side.h"
 
-typedef struct waiter {
-    void (*wake)(void *arg);
-    void *arg;
-} waiter_t;
-
-/* A decision between its two phases: its intent is in the ledger. */
-typedef struct ledger_wait {
-    struct ledger_wait *next;
-    const uint8_t *frame; /* the held frame: how the resumed call finds its wait */
-    uint8_t *copy;        /* its bytes: a buffer reused by another frame is no match */
-    size_t len;
-    int64_t woken_at_ms;     /* a woken wait never resumed (its connection closed) goes */
-    void (*wake)(void *arg); /* the relay's, bound by defer_cb */
-    void *arg;
-    ka_admission_t *a;
-    ka_adm_req_t *req;         /* judged once (phase 1) */
-    ka_ledger_claims_t claims; /* phase 1's reservations, announced in the intent */
-    uint64_t seq;              /* the intent */
-    int done;                  /* the ledger answered: status, order */
-    enum ka_ledger_status status;
-    uint64_t order;
-    uint64_t started_ns; /* uv_hrtime() of phase 1: the decision-latency histogram's start */
-} ledger_wait_t;
-
-/* What a forwarded request keeps until its response. */
-typedef struct hook_state {
-    ka_adm_pending_t *pending;
-    int outcome_due; /* claims and seq name an intent whose outcome is not written yet */
-    uint64_t seq;
-    ka_ledger_claims_t claims;
-} hook_state_t;
-
-/* How many metadata refreshes a decision may wait for an item the view does not
- * know yet. Kafka's brokers learn a new topic from the metadata log within tens of
- * milliseconds; each round is one full refresh. */
-#define KA_VIEW_WAIT_ROUNDS 20
-
-struct ka_admission {
-    ka_server_t *srv;
-    ka_policy_t *policy;       /* the active policy: the one pointer a reload swaps */
-    ka_cluster_t *view;        /* NULL until the first refresh */
-    ka_reservations_t *ledger; /* with the ledger on: the mirror of every live intent */
-    ka_mdc_t *mdc;
-    ka_ledger_t *ledger_client; /* NULL with --ledger off */
-    ledger_wait_t *ledger_waits;
-    ledger_wait_t *just_deferred; /* the wait on_request made; defer_cb binds it */
-    waiter_t *waiters;
-    size_t nwaiters, capwaiters;
-    uint64_t seed;
-    int view_logged;
-    char reason[KA_ADM_MESSAGE_MAX]; /* the last CLOSE reason, read at once by the relay */
-    /* The decision being made now (decisions run one at a time on the loop):
-     * who sent it, for its audit events, and the rule its status row names. */
-    const ka_frame_origin_t *origin;
-    char decided_rule[sizeof(((ka_metrics_decision_t *)0)->rule)];
-    int decided_rule_rejects; /* decided_rule is a rejected item's */
-};
-
-static int64_t now_ms(ka_admission_t *a)
+int64_t ka_adm_hook_now_ms(ka_admission_t *a)
 {
     uv_update_time(ka_server_loop(a->srv));
     return (int64_t)uv_now(ka_server_loop(a->srv));
@@ -105,7 +49,7 @@ static void wake_all(ka_admission_t *a)
 static void on_view(void *arg, ka_cluster_t *view, const char *error)
 {
     ka_admission_t *a = arg;
-    int64_t now = now_ms(a);
+    int64_t now = ka_adm_hook_now_ms(a);
     if (view != NULL) {
         size_t reconciled = ka_reservations_reconcile(a->ledger, view);
         ka_cluster_t *old = a->view;
@@ -160,69 +104,12 @@ static int defer_cb(void *user, void (*wake)(void *arg), void *arg)
     return 0;
 }
 
-static ledger_wait_t *take_wait(ka_admission_t *a, const uint8_t *frame, size_t len, void *arg)
-{
-    for (ledger_wait_t **pp = &a->ledger_waits; *pp != NULL; pp = &(*pp)->next) {
-        ledger_wait_t *w = *pp;
-        if ((frame != NULL && w->frame == frame && w->len == len &&
-             memcmp(w->copy, frame, len) == 0) ||
-            (arg != NULL && w->arg == arg)) {
-            *pp = w->next;
-            return w;
-        }
-    }
-    return NULL;
-}
-
-static void write_outcome(ka_admission_t *a, uint64_t seq, const ka_ledger_claims_t *c)
-{
-    if (a->ledger_client != NULL &&
-        ka_ledger_append_outcome(a->ledger_client, seq, c->admitted, c->n) < 0)
-        ka_log(KA_LOG_WARN, "ledger outcome not written; the intent expires instead",
-               KA_KI("seq", seq));
-}
-
-/* Ends a wait whose request went away or failed: nothing of it is admitted. */
-static void wait_free(ka_admission_t *a, ledger_wait_t *w)
-{
-    if (!w->done) {
-        ka_ledger_forget(a->ledger_client, w->seq);
-    } else if (w->status == KA_LEDGER_READ_BACK) {
-        for (size_t k = 0; k < w->claims.n; k++) {
-            ka_reservations_release(a->ledger, w->claims.ids[k]);
-            w->claims.admitted[k] = 0;
-        }
-        write_outcome(a, w->seq, &w->claims);
-    }
-    ka_ledger_claims_free(&w->claims);
-    ka_adm_req_free(w->req);
-    free(w->copy);
-    free(w);
-}
-
-/* The relay cancels a wait only until it is woken; one woken and never
- * resumed belongs to a connection that closed meanwhile. */
-#define WOKEN_WAIT_MAX_MS 10000
-
-static void sweep_waits(ka_admission_t *a, int64_t now)
-{
-    for (ledger_wait_t **pp = &a->ledger_waits; *pp != NULL;) {
-        ledger_wait_t *w = *pp;
-        if (w->done && now - w->woken_at_ms > WOKEN_WAIT_MAX_MS) {
-            *pp = w->next;
-            wait_free(a, w);
-        } else {
-            pp = &w->next;
-        }
-    }
-}
-
 static void cancel_cb(void *user, void *arg)
 {
     ka_admission_t *a = user;
-    ledger_wait_t *w = take_wait(a, NULL, 0, arg);
+    ledger_wait_t *w = ka_adm_ledger_take_wait(a, NULL, 0, arg);
     if (w != NULL) {
-        wait_free(a, w);
+        ka_adm_ledger_wait_free(a, w);
         return;
     }
     for (size_t i = 0; i < a->nwaiters; i++) {
@@ -240,7 +127,7 @@ static void free_state_cb(void *user, void *state)
     /* The client went away before the broker answered: what was forwarded
      * counts as admitted until a view shows it or it expires. */
     if (hs->outcome_due)
-        write_outcome(user, hs->seq, &hs->claims);
+        ka_adm_ledger_write_outcome(user, hs->seq, &hs->claims);
     ka_ledger_claims_free(&hs->claims);
     ka_adm_pending_free(hs->pending);
     free(hs);
@@ -280,9 +167,9 @@ static void record_decision(ka_admission_t *a, const ka_adm_outcome_t *o, int32_
 }
 
 /* The context of one decision: the policy and view in force now (references taken). */
-static ka_adm_ctx_t decision_ctx(ka_admission_t *a, const ka_frame_header_t *hdr, int resumed)
+ka_adm_ctx_t ka_adm_hook_decision_ctx(ka_admission_t *a, const ka_frame_header_t *hdr, int resumed)
 {
-    int64_t now = now_ms(a);
+    int64_t now = ka_adm_hook_now_ms(a);
     a->origin = hdr->origin;
     a->decided_rule[0] = '\0';
     a->decided_rule_rejects = 0;
@@ -311,7 +198,7 @@ static ka_adm_ctx_t decision_ctx(ka_admission_t *a, const ka_frame_header_t *hdr
                           .on_judged_arg = a};
 }
 
-static void ctx_release(ka_adm_ctx_t *ctx)
+void ka_adm_hook_ctx_release(ka_adm_ctx_t *ctx)
 {
     ka_cluster_unref((ka_cluster_t *)ctx->view);
     ka_policy_unref((ka_policy_t *)ctx->policy);
@@ -329,9 +216,9 @@ static int count_decode_error(ka_metrics_t *m, const ka_adm_outcome_t *o)
  * (or a new state) keeps the pending items to the response; an outcome
  * without pending frees hs.
  */
-static int apply_outcome(ka_admission_t *a, const ka_frame_header_t *hdr, ka_adm_outcome_t *o,
-                         int audit_mode, hook_state_t *hs, ka_hook_verdict_t *v,
-                         uint64_t started_ns)
+int ka_adm_hook_apply_outcome(ka_admission_t *a, const ka_frame_header_t *hdr, ka_adm_outcome_t *o,
+                              int audit_mode, hook_state_t *hs, ka_hook_verdict_t *v,
+                              uint64_t started_ns)
 {
     ka_metrics_t *m = ka_server_metrics(a->srv);
     switch (o->action) {
@@ -406,164 +293,6 @@ static int apply_outcome(ka_admission_t *a, const ka_frame_header_t *hdr, ka_adm
     return 0;
 }
 
-static int64_t ledger_now(ledger_wait_t *w)
-{
-    return now_ms(w->a);
-}
-
-static void ledger_cb(void *arg, enum ka_ledger_status status, uint64_t order)
-{
-    ledger_wait_t *w = arg;
-    w->done = 1;
-    w->woken_at_ms = ledger_now(w);
-    w->status = status;
-    w->order = order;
-    if (w->wake != NULL)
-        w->wake(w->arg);
-}
-
-static void reject_unavailable(ka_admission_t *a, ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
-{
-    char msg[600];
-    if (ka_ledger_usable(a->ledger_client) && !ka_server_metrics(a->srv)->limits_loaded)
-        snprintf(msg, sizeof(msg),
-                 "Cannot decide on this request: kadmit is still reading the cluster's limits "
-                 "(topic %s) and decides on none older than them; it did not finish within %u "
-                 "ms. Retry shortly.",
-                 ka_server_config(a->srv)->limits_topic,
-                 (unsigned)ka_server_config(a->srv)->ledger_timeout_ms);
-    else
-        snprintf(msg, sizeof(msg),
-                 "Cannot decide on this request: kadmit could not order it with the other "
-                 "sidecars' decisions, because its admission ledger (topic %s) did not answer "
-                 "within %u ms. It rejects requests that create or move partitions until the "
-                 "ledger is reachable. Retry shortly.",
-                 ka_server_config(a->srv)->ledger_topic,
-                 (unsigned)ka_server_config(a->srv)->ledger_timeout_ms);
-    ka_adm_reject_all(req, ctx, KA_REASON_LEDGER_UNAVAILABLE, msg);
-}
-
-/*
- * Phase 2, once the intent was read back at w->order: the admitted items
- * again, against the view and the intents ordered before. Or, when the
- * ledger did not answer, every admitted item rejected (audit: flagged).
- */
-static int ledger_phase2(ka_admission_t *a, ledger_wait_t *w, const ka_frame_header_t *hdr,
-                         ka_hook_verdict_t *v)
-{
-    ka_adm_ctx_t ctx = decision_ctx(a, hdr, 1);
-    int audit_mode = ka_policy_enforcement(ctx.policy) == KA_ENFORCEMENT_AUDIT;
-    ka_reservations_t *before = NULL;
-    ka_adm_outcome_t o;
-    int rc = 0, read_back = w->done && w->status == KA_LEDGER_READ_BACK;
-    if (read_back) {
-        if (ctx.view != NULL)
-            ka_reservations_reconcile(a->ledger, ctx.view);
-        rc = ka_reservations_copy_before(a->ledger, w->order, &before);
-        if (rc == 0) {
-            ctx.ledger = before;
-            rc = ka_adm_rejudge(w->req, &ctx, KA_REASON_CONCURRENT);
-        }
-    } else {
-        reject_unavailable(a, w->req, &ctx);
-    }
-    if (rc == 0)
-        rc = ka_adm_finish(w->req, &ctx, &o);
-    ka_reservations_free(before);
-    ctx_release(&ctx);
-    if (rc < 0) {
-        wait_free(a, w);
-        v->kind = KA_HOOK_CLOSE;
-        v->reason = "out of memory deciding admission";
-        return 0;
-    }
-    hook_state_t *hs = NULL;
-    if (read_back) {
-        int forwarded = o.action != KA_ADM_ANSWER && !o.auto_create_denied;
-        ka_ledger_claims_bind(&w->claims, o.pending, forwarded, a->ledger);
-        if (o.pending != NULL && (hs = calloc(1, sizeof(*hs))) != NULL) {
-            hs->outcome_due = 1;
-            hs->seq = w->seq;
-            hs->claims = w->claims;
-            memset(&w->claims, 0, sizeof(w->claims));
-        } else {
-            write_outcome(a, w->seq, &w->claims);
-        }
-    }
-    ka_ledger_claims_free(&w->claims);
-    ka_adm_req_free(w->req);
-    free(w->copy);
-    uint64_t started_ns = w->started_ns;
-    free(w);
-    return apply_outcome(a, hdr, &o, audit_mode, hs, v, started_ns);
-}
-
-/*
- * Phase 1 with the ledger on. Returns 1 when the request now waits for its
- * intent (v says DEFER), 0 when *o holds the final outcome.
- */
-static int ledger_phase1(ka_admission_t *a, const uint8_t *frame, size_t len, ka_adm_ctx_t *ctx,
-                         ka_adm_outcome_t *o, int *rc)
-{
-    ka_adm_req_t *req = NULL;
-    if ((*rc = ka_adm_decode(ctx, frame, len, &req, o)) < 0 || req == NULL)
-        return 0;
-    if ((*rc = ka_adm_judge(req, ctx)) < 0)
-        goto done;
-    size_t n = ka_adm_req_wants_view(req) ? 0 : ka_adm_req_reservations(req, NULL, 0);
-    /* A refusal on the policy file's limits while the cluster's limits (which may raise them)
-     * are still being read is a decision on limits older than the topic: it waits, a bounded
-     * number of refreshes, like an item the view does not know yet. */
-    if (n == 0 && !ka_server_metrics(a->srv)->limits_loaded && ctx->may_wait_for_view &&
-        ka_adm_req_any_rejected(req))
-        ka_adm_req_wait(req, ctx);
-    if (n == 0) /* nothing admitted takes capacity: the ledger is not touched */
-        goto finish;
-    /* kadmit's own topics are what the ledger needs to exist: while it is not read yet (the
-     * first start of a cluster), creating them is decided by this sidecar alone, against its
-     * view and its reservations. Any other admission waits for the ledger (ka_ledger.c). */
-    if (!ka_ledger_usable(a->ledger_client) && ka_adm_req_only_own_topics(req)) {
-        ka_log(KA_LOG_INFO, "kadmit's own topic judged without the ledger, which is not read yet",
-               KA_KI("items", n));
-        goto finish;
-    }
-    ledger_wait_t *w = calloc(1, sizeof(*w));
-    uint64_t *ids = calloc(n, sizeof(*ids));
-    if (w == NULL || ids == NULL) {
-        free(w);
-        free(ids);
-        *rc = KA_ENOMEM;
-        goto done;
-    }
-    ka_adm_req_reservations(req, ids, n);
-    if ((w->copy = malloc(len)) != NULL)
-        memcpy(w->copy, frame, len);
-    if (w->copy == NULL || ka_ledger_claims_take(&w->claims, a->ledger, ids, n) < 0 ||
-        ka_ledger_append_intent(a->ledger_client, ids, n, ledger_cb, w, &w->seq) < 0) {
-        ka_ledger_claims_free(&w->claims);
-        free(w->copy);
-        free(w);
-        free(ids);
-        ka_server_metrics(a->srv)->ledger_failures++;
-        reject_unavailable(a, req, ctx);
-        goto finish;
-    }
-    free(ids);
-    w->a = a;
-    w->frame = frame;
-    w->len = len;
-    w->req = req;
-    w->next = a->ledger_waits;
-    a->ledger_waits = w;
-    a->just_deferred = w;
-    return 1;
-finish:
-    *rc = ka_adm_finish(req, ctx, o);
-done:
-    ka_adm_req_free(req);
-    return 0;
-}
-
 static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, size_t *len,
                       ka_hook_verdict_t *v)
 {
@@ -575,7 +304,7 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
 
     memset(v, 0, sizeof(*v));
     v->kind = KA_HOOK_FORWARD;
-    sweep_waits(a, now_ms(a));
+    ka_adm_ledger_sweep_waits(a, ka_adm_hook_now_ms(a));
     /* A connection whose SASL login is under way or failed, or that has not logged in on a
      * SASL listener: the broker refuses every such request and closes the connection, in
      * any cluster state. Judging it would reserve headroom (kept on a disconnect, invariant
@@ -586,26 +315,26 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
                KA_KI("api_key", hdr->api_key), KA_KI("correlation_id", hdr->correlation_id));
         return 0;
     }
-    ledger_wait_t *w = resumed ? take_wait(a, frame, *len, NULL) : NULL;
+    ledger_wait_t *w = resumed ? ka_adm_ledger_take_wait(a, frame, *len, NULL) : NULL;
     if (w != NULL)
-        return ledger_phase2(a, w, hdr, v);
-    ka_adm_ctx_t ctx = decision_ctx(a, hdr, resumed);
+        return ka_adm_ledger_phase2(a, w, hdr, v);
+    ka_adm_ctx_t ctx = ka_adm_hook_decision_ctx(a, hdr, resumed);
     int audit_mode = ka_policy_enforcement(ctx.policy) == KA_ENFORCEMENT_AUDIT;
     if (a->ledger_client == NULL) {
         rc = ka_adm_request(&ctx, frame, *len, &o);
-    } else if (ledger_phase1(a, frame, *len, &ctx, &o, &rc)) {
+    } else if (ka_adm_ledger_phase1(a, frame, *len, &ctx, &o, &rc)) {
         a->just_deferred->started_ns = started_ns;
-        ctx_release(&ctx);
+        ka_adm_hook_ctx_release(&ctx);
         v->kind = KA_HOOK_DEFER;
         return 0;
     }
-    ctx_release(&ctx);
+    ka_adm_hook_ctx_release(&ctx);
     if (rc < 0) {
         v->kind = KA_HOOK_CLOSE;
         v->reason = "out of memory deciding admission";
         return 0;
     }
-    return apply_outcome(a, hdr, &o, audit_mode, NULL, v, started_ns);
+    return ka_adm_hook_apply_outcome(a, hdr, &o, audit_mode, NULL, v, started_ns);
 }
 
 static int on_response(void *user, const ka_inflight_entry_t *request, uint8_t *frame, size_t *len,
@@ -648,7 +377,7 @@ static int on_response(void *user, const ka_inflight_entry_t *request, uint8_t *
     ka_server_metrics(a->srv)->adm_reservations_released += released;
     if (hs->outcome_due) {
         ka_ledger_claims_settle(&hs->claims, p);
-        write_outcome(a, hs->seq, &hs->claims);
+        ka_adm_ledger_write_outcome(a, hs->seq, &hs->claims);
         hs->outcome_due = 0;
     }
     if (merged != NULL || failed > 0)
@@ -810,7 +539,7 @@ int ka_admission_ledger_usable(const ka_admission_t *a)
 
 int64_t ka_admission_now_ms(ka_admission_t *a)
 {
-    return now_ms(a);
+    return ka_adm_hook_now_ms(a);
 }
 
 void ka_admission_stop(ka_admission_t *a)
