@@ -99,3 +99,18 @@ int32_t fx_count(const ka_verdict_t *v, int32_t broker_id)
         n += v->assignment[i] == broker_id;
     return n;
 }
+
+void fx_env_init(fx_env_t *e, const char *policy, ka_cluster_t *view)
+{
+    e->policy = fx_policy(policy);
+    e->view = view;
+    OK(ka_reservations_new(&e->ledger));
+    e->ctx = (ka_decision_context_t){e->policy, e->view, e->ledger, 1000, 42};
+}
+
+void fx_env_free(fx_env_t *e)
+{
+    ka_policy_unref(e->policy);
+    ka_cluster_unref(e->view);
+    ka_reservations_free(e->ledger);
+}

@@ -39,6 +39,16 @@ ka_create_topic_t fx_create(const char *name, int32_t partitions, int16_t rf);
 /* Frees an array of verdicts. */
 void fx_release(ka_verdict_t *v, size_t n);
 
+/* A decision context over a policy (JSON), a view (taken over) and an empty ledger. */
+typedef struct fx_env {
+    ka_policy_t *policy;
+    ka_cluster_t *view;
+    ka_reservations_t *ledger;
+    ka_decision_context_t ctx;
+} fx_env_t;
+void fx_env_init(fx_env_t *e, const char *policy, ka_cluster_t *view);
+void fx_env_free(fx_env_t *e);
+
 /* Counts occurrences of broker id in an assignment. */
 int32_t fx_count(const ka_verdict_t *v, int32_t broker_id);
 

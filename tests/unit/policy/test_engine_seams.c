@@ -21,28 +21,6 @@
 static const uint8_t OLD_ID[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 static const uint8_t NEW_ID[16] = {16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1};
 
-struct env {
-    ka_policy_t *policy;
-    ka_cluster_t *view;
-    ka_reservations_t *ledger;
-    ka_decision_context_t ctx;
-};
-
-static void env_init(struct env *e, const char *policy, ka_cluster_t *view)
-{
-    e->policy = fx_policy(policy);
-    e->view = view;
-    OK(ka_reservations_new(&e->ledger));
-    e->ctx = (ka_decision_context_t){e->policy, e->view, e->ledger, 1000, 42};
-}
-
-static void env_free(struct env *e)
-{
-    ka_policy_unref(e->policy);
-    ka_cluster_unref(e->view);
-    ka_reservations_free(e->ledger);
-}
-
 /* One broker (id 1) holding topic "t" of `partitions` partitions under `id`. */
 static ka_cluster_t *one_broker_with_t(int32_t partitions, const uint8_t id[16])
 {
@@ -76,11 +54,11 @@ static void test_creating_a_topic_the_view_still_lists_is_judged_in_full(void **
 {
     ka_create_topic_t big = fx_create("t", 200, 1), small = fx_create("t", 30, 1);
     ka_reservation_spec_t spec;
-    struct env e;
+    fx_env_t e;
     ka_verdict_t v;
 
     (void)state;
-    env_init(&e, "{\"max.broker.partitions\": 50}", one_broker_with_t(10, OLD_ID));
+    fx_env_init(&e, "{\"max.broker.partitions\": 50}", one_broker_with_t(10, OLD_ID));
     OK(ka_engine_create_topics(&e.ctx, &big, 1, &v));
     assert_int_equal(v.kind, KA_VERDICT_REJECT);
     assert_int_equal(v.reason, KA_REASON_BROKER_LIMIT);
@@ -96,7 +74,7 @@ static void test_creating_a_topic_the_view_still_lists_is_judged_in_full(void **
     OK(ka_reservations_describe(e.ledger, v.reservation_id, &spec, NULL));
     assert_memory_equal(spec.replaces_topic_id, OLD_ID, 16);
     fx_release(&v, 1);
-    env_free(&e);
+    fx_env_free(&e);
 }
 
 /* The reservation of a topic created again ends only when a view shows the new topic: the
@@ -105,11 +83,11 @@ static void test_a_topic_created_again_is_shown_only_under_a_new_id(void **state
 {
     ka_create_topic_t t = fx_create("t", 5, 1);
     ka_cluster_t *same = one_broker_with_t(10, OLD_ID), *renewed = one_broker_with_t(5, NEW_ID);
-    struct env e;
+    fx_env_t e;
     ka_verdict_t v;
 
     (void)state;
-    env_init(&e, "{\"max.broker.partitions\": 50}", one_broker_with_t(10, OLD_ID));
+    fx_env_init(&e, "{\"max.broker.partitions\": 50}", one_broker_with_t(10, OLD_ID));
     OK(ka_engine_create_topics(&e.ctx, &t, 1, &v));
     assert_true(v.reservation_id != 0);
     assert_int_equal(ka_reservations_reconcile(e.ledger, same), 0);
@@ -119,7 +97,7 @@ static void test_a_topic_created_again_is_shown_only_under_a_new_id(void **state
     fx_release(&v, 1);
     ka_cluster_unref(same);
     ka_cluster_unref(renewed);
-    env_free(&e);
+    fx_env_free(&e);
 }
 
 /* Measured before the fix: 3 brokers, limit 20, broker 3 fenced; an RF-3 create of 40
@@ -128,11 +106,11 @@ static void test_a_topic_created_again_is_shown_only_under_a_new_id(void **state
 static void test_a_factor_above_the_unfenced_brokers_is_judged(void **state)
 {
     ka_create_topic_t t = fx_create("rf3", 40, 3), fits = fx_create("rf3-small", 5, 3);
-    struct env e;
+    fx_env_t e;
     ka_verdict_t v;
 
     (void)state;
-    env_init(&e, "{\"max.broker.partitions\": 20}", one_fenced(3, true));
+    fx_env_init(&e, "{\"max.broker.partitions\": 20}", one_fenced(3, true));
     OK(ka_engine_create_topics(&e.ctx, &t, 1, &v));
     assert_int_equal(v.kind, KA_VERDICT_REJECT);
     assert_int_equal(v.reason, KA_REASON_BROKER_LIMIT);
@@ -143,7 +121,7 @@ static void test_a_factor_above_the_unfenced_brokers_is_judged(void **state)
     assert_true(v.reservation_id != 0);
     assert_int_equal(ka_reservations_broker_replicas(e.ledger, 3), 5); /* the fenced one too */
     fx_release(&v, 1);
-    env_free(&e);
+    fx_env_free(&e);
 }
 
 /* Above every registered broker: left to the broker only on a view taken after the request
@@ -152,11 +130,11 @@ static void test_a_factor_above_the_unfenced_brokers_is_judged(void **state)
 static void test_a_factor_above_every_broker_waits_for_a_view_that_lists_them_all(void **state)
 {
     ka_create_topic_t t = fx_create("rf4", 1, 4);
-    struct env e;
+    fx_env_t e;
     ka_verdict_t v;
 
     (void)state;
-    env_init(&e, "{\"max.broker.partitions\": 20}", one_fenced(0, true));
+    fx_env_init(&e, "{\"max.broker.partitions\": 20}", one_fenced(0, true));
     OK(ka_engine_create_topics(&e.ctx, &t, 1, &v));
     assert_int_equal(v.kind, KA_VERDICT_REJECT);
     assert_int_equal(v.reason, KA_REASON_UNKNOWN_BROKER);
@@ -167,16 +145,16 @@ static void test_a_factor_above_every_broker_waits_for_a_view_that_lists_them_al
     assert_int_equal(v.kind, KA_VERDICT_DEFER_TO_BROKER);
     assert_non_null(strstr(v.message, "above the 3 registered brokers"));
     fx_release(&v, 1);
-    env_free(&e);
+    fx_env_free(&e);
 
-    env_init(&e, "{\"max.broker.partitions\": 20}", one_fenced(0, false));
+    fx_env_init(&e, "{\"max.broker.partitions\": 20}", one_fenced(0, false));
     e.ctx.view_follows_request = true;
     OK(ka_engine_create_topics(&e.ctx, &t, 1, &v));
     assert_int_equal(v.kind, KA_VERDICT_REJECT);
     assert_int_equal(v.reason, KA_REASON_UNKNOWN_BROKER);
     assert_non_null(strstr(v.message, "does not list fenced brokers"));
     fx_release(&v, 1);
-    env_free(&e);
+    fx_env_free(&e);
 }
 
 /* CreatePartitions to no more partitions than the view shows: the broker's refusal only on a
@@ -185,11 +163,11 @@ static void test_create_partitions_at_or_below_the_view_waits_for_a_fresh_view(v
 {
     ka_create_partitions_t same = {.name = S("t"), .count = 10};
     ka_create_topic_t again = fx_create("t", 3, 1);
-    struct env e;
+    fx_env_t e;
     ka_verdict_t v, created;
 
     (void)state;
-    env_init(&e, "{\"max.broker.partitions\": 50}", one_broker_with_t(10, OLD_ID));
+    fx_env_init(&e, "{\"max.broker.partitions\": 50}", one_broker_with_t(10, OLD_ID));
     OK(ka_engine_create_partitions(&e.ctx, &same, 1, &v));
     assert_int_equal(v.kind, KA_VERDICT_REJECT);
     assert_int_equal(v.reason, KA_REASON_UNKNOWN_TOPIC);
@@ -206,7 +184,7 @@ static void test_create_partitions_at_or_below_the_view_waits_for_a_fresh_view(v
     assert_int_equal(v.reason, KA_REASON_UNKNOWN_TOPIC);
     fx_release(&v, 1);
     fx_release(&created, 1);
-    env_free(&e);
+    fx_env_free(&e);
 }
 
 /* Assignments whose number differs from the view's gap are judged as given. */
@@ -216,16 +194,16 @@ static void test_create_partitions_with_another_number_of_rows_is_judged_as_give
     const ka_replica_assignment_t rows[] = {{0, row, 1}, {0, row, 1}, {0, row, 1}};
     ka_create_partitions_t grow = {
         .name = S("t"), .count = 12, .assignments = rows, .assignment_count = 3};
-    struct env e;
+    fx_env_t e;
     ka_verdict_t v;
 
     (void)state;
-    env_init(&e, "{\"max.broker.partitions\": 12}", one_broker_with_t(10, OLD_ID));
+    fx_env_init(&e, "{\"max.broker.partitions\": 12}", one_broker_with_t(10, OLD_ID));
     OK(ka_engine_create_partitions(&e.ctx, &grow, 1, &v));
     assert_int_equal(v.kind, KA_VERDICT_REJECT); /* 10 + 3 > 12 */
     assert_non_null(strstr(v.message, "projected 13"));
     fx_release(&v, 1);
-    env_free(&e);
+    fx_env_free(&e);
 }
 
 /* Kafka's controller applies both entries of a partition named twice: both are counted. */
@@ -235,14 +213,14 @@ static void test_a_partition_named_twice_in_a_reassignment_is_counted_twice(void
     ka_reassignment_t r[] = {{S("t"), 0, to_2, 2}, {S("t"), 0, to_3, 2}};
     ka_cluster_builder_t *b = fx_builder(0);
     const int32_t on_1[] = {1};
-    struct env e;
+    fx_env_t e;
     ka_verdict_t v[2];
 
     (void)state;
     for (int32_t id = 1; id <= 3; id++)
         fx_broker(b, id, NULL, false);
     fx_topic(b, "t", 1, 1, on_1, 1);
-    env_init(&e, "{\"max.broker.partitions\": 5}", fx_finish(b));
+    fx_env_init(&e, "{\"max.broker.partitions\": 5}", fx_finish(b));
     OK(ka_engine_alter_reassignments(&e.ctx, r, 2, v));
     for (int i = 0; i < 2; i++) {
         assert_int_equal(v[i].kind, KA_VERDICT_ADMIT);
@@ -251,7 +229,7 @@ static void test_a_partition_named_twice_in_a_reassignment_is_counted_twice(void
     assert_int_equal(ka_reservations_broker_replicas(e.ledger, 2), 1);
     assert_int_equal(ka_reservations_broker_replicas(e.ledger, 3), 1);
     fx_release(v, 2);
-    env_free(&e);
+    fx_env_free(&e);
 }
 
 int main(void)
