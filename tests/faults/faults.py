@@ -13,8 +13,9 @@ report. They run in the suite's main thread while the workload's threads keep se
   so for `hold`, then restarted with the right clock.
 - forged_limits: a copy of a real `__kadmit_limits` record with every broker's limit raised,
   written straight to the brokers (as any client of the brokers could); undone through the API.
-- forged_ledger: copies of real ledger intents with negative deltas, and outcomes "released"
-  for real intents, written straight to the brokers.
+- forged_ledger: copies of real ledger intents with negative deltas, and an outcome
+  "released" for every real intent written during the hold, at once (while it is live),
+  straight to the brokers.
 """
 
 from __future__ import annotations
@@ -33,9 +34,8 @@ def broker_kill(s: Suite, rng, hold: float) -> dict:
     s.c.kill_node(b)
     time.sleep(hold)
     t0 = time.monotonic()
-    s.c.start_node(b)
-    s.c.wait_ready(180, nodes=[b])
-    return {"broker": b, "down_s": round(hold + time.monotonic() - t0, 1)}
+    starts = s.start_broker(b)
+    return {"broker": b, "down_s": round(hold + time.monotonic() - t0, 1), "starts": starts}
 
 
 def rolling_restart(s: Suite, rng, hold: float) -> dict:
@@ -44,8 +44,7 @@ def rolling_restart(s: Suite, rng, hold: float) -> dict:
         log(f"fault: rolling restart, broker {b}")
         t0 = time.monotonic()
         s.c.stop_node(b, timeout=30)
-        s.c.start_node(b)
-        s.c.wait_ready(180, nodes=[b])
+        s.start_broker(b)
         took[b] = round(time.monotonic() - t0, 1)
         time.sleep(min(hold, 3))
     return {"restart_s": took}
@@ -174,8 +173,11 @@ def forged_limits(s: Suite, rng, hold: float) -> dict:
 
 
 def forged_ledger(s: Suite, rng, hold: float) -> dict:
-    """Copies of the last real ledger intents with deltas of -200 per broker (new seq, ts now),
-    and "released" outcomes for the last 10 real intents, written straight to the brokers."""
+    """Forged ledger records, straight to the brokers: copies of the last real intents with
+    deltas of -200 per broker (new seq, ts now); then, for `hold` seconds, every real intent
+    that appears is answered at once by a forged outcome "released" under its own sidecar's
+    name, while the intent is still live (a release honoured there would let the other
+    sidecars admit past the limit before the view shows the topic)."""
     limits = s.limits.current()
     recs = []
     for k, v in _kcat_tail(s, LEDGER, 300):
@@ -183,27 +185,67 @@ def forged_ledger(s: Suite, rng, hold: float) -> dict:
             recs.append((k, json.loads(v)))
         except ValueError:
             continue
-    intents = [(k, r) for k, r in recs if r.get("type") == "intent"][-10:]
+    intents = [(k, r) for k, r in recs if r.get("type") == "intent"][-3:]
     if not intents:
         raise RuntimeError("no real ledger intent to copy")
-    out = []
-    for k, r in intents:
-        rel = {"type": "outcome", "sidecar": r.get("sidecar"), "seq": r.get("seq"),
-               "items": ["released"] * len(r.get("items", []))}
-        for key in ("epoch", "run"):
-            if key in r:
-                rel[key] = r[key]
-        out.append((k, json.dumps(rel)))
-    for n, (k, r) in enumerate(intents[-3:]):
+    neg_recs = []
+    for n, (k, r) in enumerate(intents):
         neg = dict(r, seq=int(r.get("seq", 0)) + 1000000 + n, ts=int(time.time() * 1000))
         neg["items"] = [dict(it, deltas=[[b, -200] for b in limits]) for it in r.get("items", [])]
-        out.append((k, json.dumps(neg)))
-    _kcat_put(s, LEDGER, out)
-    done = {"released_outcomes": len(intents), "negative_intents": min(3, len(intents)),
-            "sidecars_impersonated": sorted({str(r.get("sidecar")) for _, r in intents})}
-    log(f"fault: forged ledger records written: {done}")
-    time.sleep(max(hold, INTENT_TTL_MS / 1000 + 1))  # past the TTL of the forged intents
+        neg_recs.append((k, json.dumps(neg)))
+    _kcat_put(s, LEDGER, neg_recs)
+    log(f"fault: forged ledger: {len(neg_recs)} intents with negative deltas written; "
+        f"releasing every new intent for {hold:.0f}s")
+    released = _release_live_intents(s, hold)
+    done = {"negative_intents": len(neg_recs), "live_intents_released": released}
+    time.sleep(INTENT_TTL_MS / 1000 + 1)  # past the TTL of anything forged
     return done
+
+
+def _release_live_intents(s: Suite, hold: float) -> int:
+    """Follows the ledger from its end and answers each new intent with a forged "released"
+    outcome, as fast as a kcat pipe allows; returns how many."""
+    import subprocess
+    import threading
+    cons = subprocess.Popen([clients.KCAT, "-C", "-b", s.c.direct_bootstrap, "-t", LEDGER, "-o",
+                             "end", "-u", "-q", "-f", "%k\t%s\n"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    prod = subprocess.Popen([clients.KCAT, "-P", "-b", s.c.direct_bootstrap, "-t", LEDGER, "-p",
+                             "0", "-K", "\t", "-X", "acks=1", "-X", "linger.ms=0"],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, text=True, bufsize=1)
+    count = [0]
+
+    def pump() -> None:
+        for line in cons.stdout:
+            k, _, v = line.rstrip("\n").partition("\t")
+            try:
+                r = json.loads(v)
+            except ValueError:
+                continue
+            if r.get("type") != "intent" or int(r.get("seq", 0)) >= 1000000:
+                continue
+            out = {"type": "outcome", "sidecar": r.get("sidecar"), "seq": r.get("seq"),
+                   "items": ["released"] * len(r.get("items", []))}
+            try:
+                prod.stdin.write(f"{k}\t{json.dumps(out)}\n")
+                prod.stdin.flush()
+                count[0] += 1
+            except (BrokenPipeError, ValueError):
+                return
+
+    t = threading.Thread(target=pump, daemon=True)
+    t.start()
+    time.sleep(hold)
+    cons.terminate()
+    t.join(5)
+    try:
+        prod.stdin.close()
+    except BrokenPipeError:
+        pass
+    prod.wait(15)
+    cons.wait(5)
+    return count[0]
 
 
 ALL = {"broker_kill": broker_kill, "rolling_restart": rolling_restart,

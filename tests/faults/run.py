@@ -58,10 +58,16 @@ class Run:
         self.phases: list[dict] = []
         self.faults_done: dict[str, int] = {}
         self.problems: list[str] = []
+        self.notes: list[str] = []  # the suite's own trouble (not findings about kadmit)
 
     def begin_phase(self, s: Suite, wl: Workload, ck: Checker, name: str,
                     headroom: int = HEADROOM) -> dict:
         wl.quiesce()
+        for n in s.c.nodes:  # a fault that could not restart its broker: the next phase needs it
+            if not n.proc.alive():
+                self.notes.append(f"broker {n.id} was down at the start of phase {name}")
+                log(f"phase {name}: broker {n.id} is down; starting it")
+                s.start_broker(n.id)
         removed = wl.cleanup(s, KEEP_PER_BROKER)
         counts, settled = s.settle(40)
         if not settled:
@@ -134,7 +140,8 @@ class Run:
             ph["fault"] = faults.ALL[kind](s, self.rng, max(3.0, seconds * 0.5))
             self.faults_done[kind] = self.faults_done.get(kind, 0) + 1
         except Exception as e:  # noqa: BLE001 - the suite reports a fault it could not inject
-            ph["fault_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+            first = str(e).splitlines()[0][:300] if str(e) else ""
+            ph["fault_error"] = f"{type(e).__name__}: {first}"
             log(f"fault {kind} failed: {traceback.format_exc()}")
         rest = seconds - (time.monotonic() - t0)
         if rest > 0:
@@ -152,7 +159,7 @@ def report(r: Run, s: Suite, wl: Workload, ck: Checker, t_total: float) -> dict:
     ck_sum = ck.summary()
     for p in r.phases:  # samples are the phase's until the next phase's limits are in force
         p["violations"] = ck_sum["violating_samples_by_phase"].get(p["name"], 0)
-    # Who admitted what just before each phase's first violation.
+    # Who admitted what in the phase, up to 15 s before its first violation.
     traces = []
     seen = set()
     for v in ck.violations:
@@ -160,11 +167,11 @@ def report(r: Run, s: Suite, wl: Workload, ck: Checker, t_total: float) -> dict:
             continue
         seen.add(v["phase"])
         t = ck.t0 + v["t"]
-        near = [a for a in wl.recent if t - 15 <= a["t"] <= t + 0.5
-                and any(str(b) in json.dumps(a) for b in v["over"])]
+        ph_start = ck.t0 + next((p["t_start"] for p in r.phases if p["name"] == v["phase"]), 0)
+        near = [a for a in wl.recent if max(t - 15, ph_start) <= a["t"] <= t + 0.5]
         traces.append({"phase": v["phase"], "t": v["t"], "over": v["over"],
                        "counts": v["counts"], "limits": v["limits"],
-                       "admitted_in_15s_before": near[-30:]})
+                       "admitted_in_15s_before": near[-40:]})
     return {
         "seed": r.args.seed, "duration_s": round(t_total, 1), "short": r.args.short,
         "operations": wl.totals(),
@@ -177,6 +184,7 @@ def report(r: Run, s: Suite, wl: Workload, ck: Checker, t_total: float) -> dict:
                                      "mean": round(sum(free) / len(free), 3) if free else None,
                                      "phases": free},
         "sidecar_problems": r.problems,
+        "suite_notes": r.notes,
         "sidecar_starts": dict(s.sidecar_starts),
         "phases": r.phases,
     }
@@ -215,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration", type=float, default=600.0, help="seconds (long mode)")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--short", action="store_true", help="one of each fault, short phases")
-    ap.add_argument("--out", type=Path, default=None, help="report directory (default build/faults/<time>)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="report directory (default build/faults/<time>)")
     ap.add_argument("--keep", action="store_true", help="keep the cluster directory")
     ap.add_argument("--faults", default=",".join(ORDER), help="fault kinds, comma-separated")
     args = ap.parse_args(argv)

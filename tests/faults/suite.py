@@ -29,7 +29,6 @@ ROOT = HERE.parent.parent
 for p in (ROOT / "scripts" / "harness", ROOT / "tests" / "integration"):
     sys.path.insert(0, str(p))
 
-import clients  # noqa: E402
 import kafka_wire  # noqa: E402
 from kafka_cluster import (HOST, KafkaCluster, Proc, Sidecars, port_base,  # noqa: E402
                            port_open, tail)
@@ -298,6 +297,25 @@ class Suite:
             time.sleep(0.3)
 
     # -- lifecycle
+    def start_broker(self, b: int, timeout: float = 180.0, tries: int = 6) -> int:
+        """Starts broker b and waits until it serves; returns how many starts it took. The
+        harness's DIRECT ports (29090 + base + id) lie in Linux's ephemeral range for this
+        suite's base, so while a broker is down an outgoing connection of this machine can
+        hold its port as a source port ("Unable to start acceptor for DIRECT"): such a start
+        is retried after a pause; any other failure is raised."""
+        for n in range(1, tries + 1):
+            self.c.start_node(b)
+            try:
+                self.c.wait_ready(timeout, nodes=[b])
+                return n
+            except RuntimeError:
+                if "Unable to start acceptor" not in tail(self.c.node(b).log, 400) or n == tries:
+                    raise
+                log(f"broker {b}: a listener port was in use; starting it again")
+                self.c.node(b).proc.wait(30)
+                time.sleep(3)
+        return tries
+
     def start(self) -> None:
         busy = [p for p in self.ports() if port_open(p)]
         if busy:

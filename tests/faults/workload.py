@@ -3,9 +3,10 @@ auto-create topics, each request through a sidecar picked at random, with raw Ka
 (tests/integration/clients.py's CreateTopics v5, DeleteTopics v4, CreatePartitions v2,
 AlterPartitionReassignments v0; kafka_wire's Metadata v4 with allow_auto_topic_creation).
 
-Three modes: "mixed" (every kind, weighted), "push" (creates only, whatever the room) and "fill" (creates only, where the checker's last
-sample shows room, until every broker is refused): a fault-free phase ends in fill mode so the
-suite can show the workload reaches the limit, not just stays under it. Every operation is
+Three modes: "mixed" (every kind, weighted), "push" (creates only, whatever the room) and
+"fill" (creates only, where the checker's last sample shows room, until every broker is
+refused): a fault-free phase ends in fill mode so the suite can show the workload reaches the
+limit, not just stays under it. Every operation is
 counted by kind and result: admitted (0), refused (88, kadmit's limit; for auto-creation, the
 topic left uncreated), or the error code or exception met. Errors during faults are expected.
 
