@@ -134,7 +134,7 @@ class Run:
     def fault_phase(self, s, wl, ck, kind: str, seconds: float) -> None:
         ph = self.begin_phase(s, wl, ck, f"{kind}-{len(self.phases)}", FAULT_HEADROOM)
         ph["kind"] = kind
-        wl.set_mode("push" if kind.startswith("forged") else "mixed")
+        wl.set_mode("push" if kind == "forged_limits" else "mixed")
         t0 = time.monotonic()
         try:
             ph["fault"] = faults.ALL[kind](s, self.rng, max(3.0, seconds * 0.5))
