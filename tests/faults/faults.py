@@ -196,13 +196,13 @@ def forged_ledger(s: Suite, rng, hold: float) -> dict:
     _kcat_put(s, LEDGER, neg_recs)
     log(f"fault: forged ledger: {len(neg_recs)} intents with negative deltas written; "
         f"releasing every new intent for {hold:.0f}s")
-    released = _release_live_intents(s, hold)
+    released = _release_live_intents(s, hold, {json.loads(v)["seq"] for _, v in neg_recs})
     done = {"negative_intents": len(neg_recs), "live_intents_released": released}
     time.sleep(INTENT_TTL_MS / 1000 + 1)  # past the TTL of anything forged
     return done
 
 
-def _release_live_intents(s: Suite, hold: float) -> int:
+def _release_live_intents(s: Suite, hold: float, own: set) -> int:
     """Follows the ledger from its end and answers each new intent with a forged "released"
     outcome, as fast as a kcat pipe allows; returns how many."""
     import subprocess
@@ -223,7 +223,7 @@ def _release_live_intents(s: Suite, hold: float) -> int:
                 r = json.loads(v)
             except ValueError:
                 continue
-            if r.get("type") != "intent" or int(r.get("seq", 0)) >= 1000000:
+            if r.get("type") != "intent" or r.get("seq") in own:  # not the forged ones
                 continue
             out = {"type": "outcome", "sidecar": r.get("sidecar"), "seq": r.get("seq"),
                    "items": ["released"] * len(r.get("items", []))}
