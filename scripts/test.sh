@@ -5,7 +5,7 @@
 #   scripts/test.sh STAGE...     only these stages (names as in the summary)
 #
 # Stages: deps, kafka, build, unit, build-asan, unit-asan, build-release, format, lint-deploy,
-# protocol-gen, integration-asan, integration, matrix, fuzz. A failing stage does not stop the later ones
+# protocol-gen, integration-asan, integration, faults, matrix, fuzz. A failing stage does not stop the later ones
 # (stages that need a missing build fail quickly); the summary lists each with its time and
 # the last line is "N passed, N failed". Exit status is non-zero when any stage failed.
 #
@@ -14,7 +14,10 @@
 # (tests marked `release`, see tests/integration/conftest.py), the broker and client matrix
 # (marked `matrix`: Kafka 3.6 to 4.4, ZooKeeper, separate controllers, racks, live clients) and
 # the demo (tests/integration/test_demo.py runs scripts/run.sh, the README's first command, and
-# checks its admitted and rejected creates; marked `release_only`). The kafka stage fetches the pin and starts fetching the matrix's
+# checks its admitted and rejected creates; marked `release_only`), and the fault-injection
+# suite's short run (tests/faults: one of each fault on its own 3-broker cluster, an independent
+# checker of the brokers' replica counts; the long run is tests/faults/run.py --duration 1800).
+# The kafka stage fetches the pin and starts fetching the matrix's
 # Kafka versions and Java clients in the background (into ~/.cache/kadmit, kept between stages
 # and runs); the matrix stage waits for it. The kafka stage also starts building
 # lint-deploy's tools (helm from the Go module proxy takes minutes) in the background, so the
@@ -28,7 +31,7 @@ cd "$root"
 export PYTHONDONTWRITEBYTECODE=1
 
 all_stages=(deps kafka build unit build-asan unit-asan build-release format lint-deploy
-            protocol-gen integration-asan integration matrix fuzz)
+            protocol-gen integration-asan integration faults matrix fuzz)
 cache="${KADMIT_CACHE:-$HOME/.cache/kadmit}"
 prefetch_log="$cache/matrix-prefetch.log"
 java_clients=(2.8.2 3.9.2 4.4.0) # tests/integration/test_matrix_clients.py JAVA_VERSIONS
@@ -138,6 +141,10 @@ run_stage() {
         if [[ " ${stages[*]} " == *" fuzz "* ]]; then fuzz_background; fi
         integration build-asan "not matrix and not release_only" ;;
     integration) integration build "(release or release_only) and not matrix" ;;
+    faults) # the suite installs what it needs (faketime, toxiproxy from the Go module proxy)
+        bash tests/faults/setup.sh &&
+            KADMIT_BIN="$(find_kadmit build)" python3 -m pytest -p no:cacheprovider -ra -m faults \
+                tests/faults ;;
     matrix) # its three files (broker versions, cluster shapes, clients) two at a time, each
             # file on one worker with its own ports (pytest-xdist --dist loadfile)
         wait_prefetch && integration build "matrix" -n 2 --dist loadfile ;;
