@@ -400,6 +400,7 @@ static int ledger_start(ka_admission_t *a, char *err, size_t errlen)
     char bootstrap[KA_RDK_BOOTSTRAP_MAX], why[400] = "";
     enum ka_rdk_bootstrap_source source;
     ka_ledger_config_t lc = {.topic = cfg->ledger_topic,
+                             .limits_topic = cfg->limits_topic,
                              .sidecar_id = cfg->sidecar_id,
                              .bootstrap = bootstrap,
                              .timeout_ms = cfg->ledger_timeout_ms,

@@ -85,6 +85,7 @@ struct ka_ledger {
     uv_loop_t *loop;
     ka_metrics_t *m;
     char topic[KA_LEDGER_TOPIC_MAX + 1];
+    char limits_topic[KA_LEDGER_TOPIC_MAX + 1]; /* configured; "" when not given */
     char sidecar[KA_LEDGER_SIDECAR_MAX + 1];
     int64_t timeout_ms, ttl_ms;
     ka_reservations_t *mirror;
@@ -630,6 +631,8 @@ int ka_ledger_start(uv_loop_t *loop, const ka_ledger_config_t *cfg, ka_reservati
     l->ttl_ms = cfg->ttl_ms;
     l->key = cfg->security.records;
     snprintf(l->topic, sizeof(l->topic), "%s", cfg->topic);
+    snprintf(l->limits_topic, sizeof(l->limits_topic), "%s",
+             cfg->limits_topic != NULL ? cfg->limits_topic : "");
     snprintf(l->sidecar, sizeof(l->sidecar), "%s", cfg->sidecar_id);
     /* Seqs only grow, across restarts too: the wall clock in microseconds. */
     l->next_seq = (uint64_t)wall_ms() * 1000;
@@ -673,15 +676,17 @@ int ka_ledger_usable(const ka_ledger_t *l)
 }
 
 /*
- * True for a topic of kadmit's own: this ledger, or one named __kadmit*
- * (the limits topic). Creating them never waits for the limits, which
- * cannot be read before their topic exists.
+ * True for a topic of kadmit's own: this ledger, the limits topic as
+ * configured (--limits-topic), or one named __kadmit*. Creating them never waits for the limits,
+ * which cannot be read before their topic exists.
  */
 static int own_topic(const ka_ledger_t *l, ka_slice_t name)
 {
     static const char prefix[] = "__kadmit";
     size_t len = name.len > 0 ? (size_t)name.len : 0;
-    if (len == strlen(l->topic) && memcmp(name.ptr, l->topic, len) == 0)
+    if ((len == strlen(l->topic) && memcmp(name.ptr, l->topic, len) == 0) ||
+        (l->limits_topic[0] != '\0' && len == strlen(l->limits_topic) &&
+         memcmp(name.ptr, l->limits_topic, len) == 0))
         return 1;
     return len >= sizeof(prefix) - 1 && memcmp(name.ptr, prefix, sizeof(prefix) - 1) == 0;
 }

@@ -40,6 +40,7 @@ typedef struct ka_ledger ka_ledger_t;
 
 typedef struct ka_ledger_config {
     const char *topic;
+    const char *limits_topic; /* kadmit's limits topic (NULL: the default name alone) */
     const char *sidecar_id;
     const char *bootstrap; /* HOST:PORT of a broker */
     int64_t timeout_ms;    /* an intent not read back by then fails */

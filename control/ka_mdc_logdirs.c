@@ -181,6 +181,8 @@ void ka_logdirs_track(ka_logdirs_state_t *st, const ka_logdirs_check_t *check,
         metrics->view_checks_missing++;
         if (missing_again(st, check))
             ka_logdirs_partial_reason(check, principal, why, sizeof(why));
+        else if (was && !st->missing_before) /* partial for another reason until now (refused): */
+            snprintf(why, sizeof(why), "%s", st->partial); /* no second check to compare yet */
         break;
     case KA_LOGDIRS_UNAUTHORIZED:
         metrics->view_checks_unauthorized++;

@@ -236,6 +236,19 @@ static void test_topics_created_between_the_answers_never_make_the_view_partial(
     ka_logdirs_track(&st, &c, "kadmit", "b:9092", &m);
     assert_non_null(strstr(st.partial, "Metadata did not show kadmit"));
     assert_int_equal(m.view_partial, 1);
+
+    /* Partial because DescribeLogDirs was refused, then Describe on the cluster is granted: the
+     * first check that sees replicas missing has no earlier one to compare with, so the view
+     * stays partial until a second check says whether they are hidden or new. */
+    ka_logdirs_check_t refused = {.result = KA_LOGDIRS_UNAUTHORIZED};
+    static const char *const fresh[][1] = {{"new-11"}, {"new-12"}};
+    ka_logdirs_track(&st, &refused, "kadmit", "b:9092", &m);
+    check_missing(fresh[0], 1, &c);
+    ka_logdirs_track(&st, &c, "kadmit", "b:9092", &m);
+    assert_int_equal(m.view_partial, 1);
+    check_missing(fresh[1], 1, &c);
+    ka_logdirs_track(&st, &c, "kadmit", "b:9092", &m);
+    assert_int_equal(m.view_partial, 0);
 }
 
 static void test_partial_after_two_missing_checks_at_once_when_refused(void **state)
