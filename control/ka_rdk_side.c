@@ -90,6 +90,11 @@ int ka_rdk_props_parse(const char *text, size_t len, char ***pairs, char *err, s
             const char *key = line, *value = eq + 1;
             size_t key_len = trim(&key, (size_t)(eq - line));
             size_t value_len = trim(&value, line_len - (size_t)(value - line));
+            if (key_len == 0) { /* a name of only blanks ("\r\r=v") */
+                snprintf(err, errlen, "line %zu is not key=value", line_no);
+                free(out);
+                return KA_EINVALID;
+            }
             if (pass == 0) {
                 if (++count > KA_RDK_PROPS_MAX) {
                     snprintf(err, errlen, "more than %d properties", KA_RDK_PROPS_MAX);
