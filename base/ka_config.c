@@ -368,7 +368,7 @@ static int set_ledger_topic(ka_config_t *c, const char *v, char *e, size_t n)
     return set_topic_name(c->ledger_topic, sizeof(c->ledger_topic), v, e, n);
 }
 
-/* The cluster's limits topic (control/ka_limits.h). */
+/* The cluster's limits topic (control/limits/ka_limits.h). */
 static int set_limits_topic(ka_config_t *c, const char *v, char *e, size_t n)
 {
     return set_topic_name(c->limits_topic, sizeof(c->limits_topic), v, e, n);

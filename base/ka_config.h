@@ -60,12 +60,12 @@ typedef struct ka_config {
     char metadata_sasl_mechanism[32];
     char metadata_sasl_username[256];
     char metadata_sasl_password_file[4096];
-    /* The cluster-wide admission ledger (control/ka_ledger.h). */
+    /* The cluster-wide admission ledger (control/ledger/ka_ledger.h). */
     int ledger;                     /* --ledger on|off; on by default when --policy is given */
     char ledger_topic[250];         /* --ledger-topic (default __kadmit_ledger) */
-    ka_hostport_t ledger_bootstrap; /* --ledger-bootstrap; unset: control/ka_rdk_side.h */
+    ka_hostport_t ledger_bootstrap; /* --ledger-bootstrap; unset: control/kclient/ka_rdk_side.h */
     /* The ledger and limits clients speak the sidecars' client side
-     * (control/ka_rdk_side.h): the CA that signs sidecar certificates (empty:
+     * (control/kclient/ka_rdk_side.h): the CA that signs sidecar certificates (empty:
      * --tls-client-ca, else --upstream-ca, else the system store), a client
      * certificate for sidecars requiring mTLS (empty: --tls-cert when they
      * do), and librdkafka properties applied last. */
@@ -77,7 +77,7 @@ typedef struct ka_config {
      * compacted topic, which every sidecar reads (--limits-topic). */
     char limits_topic[250];
     /* The secret every sidecar of the cluster signs its own records with
-     * (control/ka_own_mac.h): --cluster-secret-file, or KADMIT_CLUSTER_SECRET.
+     * (control/kclient/ka_own_mac.h): --cluster-secret-file, or KADMIT_CLUSTER_SECRET.
      * Loaded by ka_config_load_cluster_secret; length 0 = none (unsigned). */
     char cluster_secret_file[4096];
     char cluster_secret[4096];

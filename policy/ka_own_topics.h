@@ -7,9 +7,9 @@
 #ifndef KA_OWN_TOPICS_H
 #define KA_OWN_TOPICS_H
 
-/* The cluster-wide admission ledger (control/ka_ledger.h). */
+/* The cluster-wide admission ledger (control/ledger/ka_ledger.h). */
 #define KA_OWN_TOPIC_LEDGER "__kadmit_ledger"
-/* The cluster-wide limits, a compacted topic (control/ka_limits.h). */
+/* The cluster-wide limits, a compacted topic (control/limits/ka_limits.h). */
 #define KA_OWN_TOPIC_LIMITS "__kadmit_limits"
 
 #endif

@@ -15,7 +15,7 @@
  *     that never came back (the client went away) and views that never show
  *     it (the topic was deleted at once).
  *
- * With the cluster-wide ledger (control/ka_ledger.h) each reservation also
+ * With the cluster-wide ledger (control/ledger/ka_ledger.h) each reservation also
  * has an order: the offset of the ledger record that announced it, or
  * KA_RESERVATION_UNORDERED while its record has not been read back yet.
  * ka_reservations_copy_before() then gives the reservations a decision at

@@ -1,6 +1,6 @@
 /*
  * test_rdk_side.c: what the ledger and limits clients speak and where they
- * bootstrap, for each layout (control/ka_rdk_side.h), and the parser of
+ * bootstrap, for each layout (control/kclient/ka_rdk_side.h), and the parser of
  * --ledger-properties.
  */
 #include <stdarg.h>

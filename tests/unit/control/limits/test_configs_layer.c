@@ -1,6 +1,6 @@
 /*
  * test_configs_layer.c: kafka-configs' SET and DELETE on the limits layer,
- * and the two layers DescribeConfigs reports (control/ka_configs_layer.c).
+ * and the two layers DescribeConfigs reports (control/limits/ka_configs_layer.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
