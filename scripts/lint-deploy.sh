@@ -191,6 +191,15 @@ refuse "needs tls.enabled" --set mode=gateway,gateway.bootstrap=b:9096,gateway.r
 refuse "both at port 9092" --set mode=gateway,gateway.bootstrap=b:9096,gateway.portBase=9092
 refuse "minReplicas must exceed" --set mode=gateway,gateway.bootstrap=b:9096 \
     --set gateway.autoscaling.minReplicas=1
+# The policy each values file renders into the kadmit-policy ConfigMap, as kadmit reads it.
+for f in "${rendered[@]:0:${#gateway_values[@]}}"; do
+    python3 -c 'import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d["kind"] == "ConfigMap" and d["metadata"]["name"] == "kadmit-policy":
+        print(d["data"]["policy.json"])' "$f" > "$work/policy.json"
+    if [[ -n "$kadmit" ]]; then "$kadmit" --check-policy "$work/policy.json"
+    else python3 -m json.tool "$work/policy.json" >/dev/null; fi
+done
 echo "${#rendered[@]} gateway renderings valid; each mode renders its kinds; bad values refused"
 
 step "strimzi: CRD schemas + the example's consistency"
