@@ -81,6 +81,9 @@ for containerPorts and only half-reject for the Service. */}}
 {{- define "kadmit.gatewayPortsCheck" -}}
 {{- $g := .Values.gateway -}}
 {{- $seen := dict (toString $g.listenPort) "bootstrap (listenPort)" "9644" "the admin port" -}}
+{{- if and (not $g.portMap) (ge (int $g.listenPort) (int $g.portBase)) -}}
+{{- fail (printf "gateway.listenPort %v must be below gateway.portBase %v (kadmit refuses it)" $g.listenPort $g.portBase) -}}
+{{- end -}}
 {{- range $id := $g.brokerIds -}}
 {{- if or (not (has (kindOf $id) (list "float64" "int64" "int"))) (lt (int $id) 0) (ne (toString (int $id)) (toString $id)) -}}
 {{- fail (printf "gateway.brokerIds: %v is not a broker id (a number 0 or above)" $id) -}}
