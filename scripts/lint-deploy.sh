@@ -188,7 +188,9 @@ refuse() { # message, then --set arguments
 refuse "mode must be sidecar or gateway" --set mode=gatway
 refuse "gateway.bootstrap is required" --set mode=gateway
 refuse "needs tls.enabled" --set mode=gateway,gateway.bootstrap=b:9096,gateway.routing=sni
-refuse "both at port 9092" --set mode=gateway,gateway.bootstrap=b:9096,gateway.portBase=9092
+refuse "both at port 9092" --set mode=gateway,gateway.bootstrap=b:9096,gateway.portMap.0=9092
+refuse "must be below gateway.portBase" --set mode=gateway,gateway.bootstrap=b:9096 \
+    --set gateway.portBase=9092
 refuse "minReplicas must exceed" --set mode=gateway,gateway.bootstrap=b:9096 \
     --set gateway.autoscaling.minReplicas=1
 # The policy each values file renders into the kadmit-policy ConfigMap, as kadmit reads it.
