@@ -19,6 +19,13 @@
 #                default values and with TLS and a chart-made token Secret, every object
 #                against the schemas (tests/integration/test_helm_drift.py keeps the
 #                chart's objects equal to the Kustomize base's)
+#   gateway      the chart in gateway mode: `helm lint --strict` and `helm template` with
+#                each example's values (deploy/examples/*/values-gateway.yaml) and an SNI,
+#                LoadBalancer, fixed-replicas variant, every object against the schemas;
+#                the kinds each mode renders; values the chart must refuse
+#   strimzi      deploy/examples/strimzi against Strimzi 1.2.0's own CRD schemas (vendored
+#                in deploy/lint/strimzi, since no registry serves them), strictly, and
+#                against the rendered gateway (names, ports, listener security, ACLs)
 #   compose      `docker compose config` when the Compose plugin is installed;
 #                otherwise the same load and validation with compose-go, the
 #                Compose Specification's reference loader that docker compose uses
@@ -26,9 +33,10 @@
 #                (each alert fires on the series that should raise it, and only there)
 #   dashboard    deploy/grafana: the dashboard JSON's structure, every query parsed as
 #                PromQL by promtool, every metric named in docs/metrics.md
-#   canaries     a broken manifest, a broken Compose file, a broken alert rule and a
-#                dashboard querying an unknown metric must each fail, so a check that
-#                silently passes everything is caught
+#   canaries     a broken manifest, a broken gateway template, a misspelt Strimzi field,
+#                a broken Compose file, a broken alert rule and a dashboard querying an
+#                unknown metric must each fail, so a check that silently passes everything
+#                is caught
 #
 # Tools are cached in ${KADMIT_CACHE:-~/.cache/kadmit}/tools, one file per version.
 set -euo pipefail
@@ -142,6 +150,66 @@ kubernetes-validate --strict --quiet -k "$kubernetes_schema_version" "$work/helm
     "$work/helm-tls.yaml"
 grep -c '^kind:' "$work/helm.yaml" | xargs printf '%s objects valid (defaults), TLS variant valid\n'
 
+step "helm gateway mode: lint + template + kubernetes-validate --strict"
+chart=deploy/helm/kadmit
+gateway_values=(deploy/examples/*/values-gateway.yaml)
+rendered=()
+for v in "${gateway_values[@]}"; do
+    out="$work/gateway-$(basename "$(dirname "$v")").yaml"
+    # Rendered in the namespace of the install command that the file's header gives.
+    ns="$(sed -n 's/^#.*helm install .* -n \([a-z0-9-]*\) .*/\1/p' "$v")"
+    [[ -n "$ns" ]] || { echo "$v: no 'helm install ... -n NAMESPACE' line in its header" >&2; exit 1; }
+    "$helm" lint --strict "$chart" -n "$ns" -f "$v"
+    "$helm" template kadmit "$chart" -n "$ns" -f "$v" > "$out"
+    rendered+=("$out")
+done
+"$helm" template kadmit "$chart" -n kadmit -f deploy/examples/managed-sasl-ssl/values-gateway.yaml \
+    --set gateway.routing=sni,gateway.sniDomain=kafka.example.org,gateway.service.type=LoadBalancer \
+    --set gateway.autoscaling.enabled=false,gateway.antiAffinity=hard \
+    --set 'gateway.portMap.1=9201' > "$work/gateway-sni.yaml"
+rendered+=("$work/gateway-sni.yaml")
+kubernetes-validate --strict --quiet -k "$kubernetes_schema_version" "${rendered[@]}"
+kinds() { sed -n 's/^kind: //p' "$1" | sort | tr '\n' ' '; }
+want="ConfigMap Deployment HorizontalPodAutoscaler NetworkPolicy PodDisruptionBudget Service Service "
+for f in "${rendered[@]:0:${#gateway_values[@]}}"; do
+    [[ "$(kinds "$f")" == "$want" ]] ||
+        { echo "$f: gateway mode rendered $(kinds "$f"), want $want" >&2; exit 1; }
+done
+[[ "$(kinds "$work/helm.yaml")" == "ConfigMap NetworkPolicy PodDisruptionBudget Service Service StatefulSet " ]] ||
+    { echo "sidecar mode rendered $(kinds "$work/helm.yaml")" >&2; exit 1; }
+# Values the chart must refuse with a message, not render into a broken deployment.
+refuse() { # message, then --set arguments
+    local message="$1"; shift
+    if "$helm" template kadmit "$chart" "$@" > /dev/null 2> "$work/refused"; then
+        echo "helm template accepted $*" >&2; exit 1
+    fi
+    grep -q "$message" "$work/refused" || { cat "$work/refused" >&2; exit 1; }
+}
+refuse "mode must be sidecar or gateway" --set mode=gatway
+refuse "gateway.bootstrap is required" --set mode=gateway
+refuse "needs tls.enabled" --set mode=gateway,gateway.bootstrap=b:9096,gateway.routing=sni
+refuse "both at port 9092" --set mode=gateway,gateway.bootstrap=b:9096,gateway.portMap.0=9092
+refuse "must be below gateway.portBase" --set mode=gateway,gateway.bootstrap=b:9096 \
+    --set gateway.portBase=9092
+refuse "minReplicas must exceed" --set mode=gateway,gateway.bootstrap=b:9096 \
+    --set gateway.autoscaling.minReplicas=1
+# The policy each values file renders into the kadmit-policy ConfigMap, as kadmit reads it.
+for f in "${rendered[@]:0:${#gateway_values[@]}}"; do
+    python3 -c 'import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d["kind"] == "ConfigMap" and d["metadata"]["name"] == "kadmit-policy":
+        print(d["data"]["policy.json"])' "$f" > "$work/policy.json"
+    if [[ -n "$kadmit" ]]; then "$kadmit" --check-policy "$work/policy.json"
+    else python3 -m json.tool "$work/policy.json" >/dev/null; fi
+done
+echo "${#rendered[@]} gateway renderings valid; each mode renders its kinds; bad values refused"
+
+step "strimzi: CRD schemas + the example's consistency"
+strimzi=(deploy/examples/strimzi/kafka.yaml deploy/examples/strimzi/kafkauser-kadmit.yaml)
+python3 deploy/lint/strimzi/check_strimzi.py check deploy/lint/strimzi/schemas-1.2.0.json \
+    "${strimzi[@]}"
+python3 deploy/lint/strimzi/check_strimzi.py example "$work/gateway-strimzi.yaml" "${strimzi[@]}"
+
 step "compose config"
 if docker compose version >/dev/null 2>&1; then
     docker compose -f deploy/docker/compose.yml config --quiet
@@ -163,6 +231,28 @@ sed 's/periodSeconds:/periodSecond:/' "$work/rendered.yaml" > "$work/bad.yaml"
 if kubernetes-validate --strict --quiet -k "$kubernetes_schema_version" "$work/bad.yaml" \
     >/dev/null 2>&1; then
     echo "kubernetes-validate accepted an unknown field" >&2
+    exit 1
+fi
+cp -r "$chart" "$work/chart"
+sed -i 's/targetPort: kafka/targetPorts: kafka/' "$work/chart/templates/gateway-service.yaml"
+"$helm" template kadmit "$work/chart" -f deploy/examples/strimzi/values-gateway.yaml \
+    > "$work/bad-gateway.yaml"
+if kubernetes-validate --strict --quiet -k "$kubernetes_schema_version" "$work/bad-gateway.yaml" \
+    >/dev/null 2>&1; then
+    echo "kubernetes-validate accepted a gateway template with an unknown field" >&2
+    exit 1
+fi
+sed 's/^    listeners:/    listners:/' deploy/examples/strimzi/kafka.yaml > "$work/bad-kafka.yaml"
+if python3 deploy/lint/strimzi/check_strimzi.py check deploy/lint/strimzi/schemas-1.2.0.json \
+    "$work/bad-kafka.yaml" >/dev/null 2>&1; then
+    echo "the Strimzi check accepted a misspelt Kafka field" >&2
+    exit 1
+fi
+grep -v 'operations: \[Describe, DescribeConfigs\]' deploy/examples/strimzi/kafkauser-kadmit.yaml \
+    > "$work/bad-user.yaml"
+if python3 deploy/lint/strimzi/check_strimzi.py example "$work/gateway-strimzi.yaml" \
+    deploy/examples/strimzi/kafka.yaml "$work/bad-user.yaml" >/dev/null 2>&1; then
+    echo "the Strimzi example check accepted a KafkaUser without the cluster ACLs" >&2
     exit 1
 fi
 sed 's/network_mode: service:kafka-2/network_mode: service:kafka-9/' deploy/docker/compose.yml \
