@@ -12,8 +12,10 @@ One cluster for every layout; between layouts only the sidecars restart, with ot
     tls       TLS toward clients, plaintext upstream; the sidecars' CA in KADMIT_LEDGER_CA
     mtls      mTLS toward clients (--tls-client-ca): no ledger flag at all, kadmit derives it
     sasl-tls  SASL_SSL toward clients in front of a SASL_PLAINTEXT broker listener, kadmit's
-              metadata identity and the test client on PLAIN (the system librdkafka, 2.0.2,
-              fails SCRAM against Kafka 4.x brokers even without kadmit)
+              metadata identity and the test client on PLAIN
+    sasl-scram  the same on SCRAM-SHA-512, kadmit's own clients included; kadmit runs with a
+              librdkafka >= 2.6.1 (the system one, 2.0.2, fails SCRAM against Kafka 4.x
+              brokers even without kadmit): scram_librdkafka_env
 
 In each, every sidecar becomes ready, and RF-3 single-partition creates rotated over the three
 sidecars (each over its own client connection in the layout's protocol) are admitted exactly up
@@ -181,7 +183,9 @@ class Env:
         if self.layout.get("client_cert"):
             ctx.load_cert_chain(str(self.client_cert.cert), str(self.client_cert.key))
         conn.sock = ctx.wrap_socket(conn.sock, server_hostname=HOST)
-        if self.layout["sasl"]:
+        if self.layout.get("scram"):
+            sasl_wire.scram_login(conn, "alice", USERS["alice"])  # with its own handshake
+        elif self.layout["sasl"]:
             assert sasl_wire.handshake(conn, 1, "PLAIN") == 0
             code, msg, _ = sasl_wire.authenticate(conn, 2, b"\0alice\0" + USERS["alice"].encode())
             assert code == 0, (code, msg)
@@ -306,10 +310,35 @@ def layouts(e: Env) -> dict[str, dict]:
                                     "--metadata-sasl-username", "kadmit"],
                      "env": {"KADMIT_LEDGER_CA": str(e.ca.cert),
                              "KADMIT_METADATA_SASL_PASSWORD": USERS["kadmit"]}},
+        # SCRAM-SHA-512 end to end: the test client, kadmit's metadata connection (its own SCRAM
+        # client) and its ledger and limits clients (librdkafka) all log in with SCRAM.
+        "sasl-scram": {"name": "saslscram", "sasl": True, "scram": True,
+                       "args": tls + ["--metadata-sasl-mechanism", "SCRAM-SHA-512",
+                                      "--metadata-sasl-username", "kadmit"],
+                       "env": {"KADMIT_LEDGER_CA": str(e.ca.cert),
+                               "KADMIT_METADATA_SASL_PASSWORD": USERS["kadmit"],
+                               **scram_librdkafka_env(e.d)}},
     }
 
 
-@pytest.mark.parametrize("layout", ["plain", "tls", "mtls", "sasl-tls"])
+def scram_librdkafka_env(d: Path) -> dict[str, str]:
+    """librdkafka before 2.6.1 fails SCRAM against Kafka 4.x brokers, with or without kadmit, and
+    Debian 12's is 2.0.2 (kadmit's image is built on Debian 13, whose is 2.8.0). This layout runs
+    kadmit with the newer librdkafka that the confluent-kafka wheel carries (same soname, same
+    ABI: librdkafka keeps it across 1.x and 2.x), by LD_LIBRARY_PATH, and checks it loaded."""
+    import confluent_kafka
+    libs = Path(confluent_kafka.__file__).resolve().parent.parent / "confluent_kafka.libs"
+    found = sorted(libs.glob("librdkafka*.so.1"))
+    assert found, f"no librdkafka in {libs}: confluent-kafka's wheel layout changed"
+    lib = d / "librdkafka-new"
+    lib.mkdir(exist_ok=True)
+    link = lib / "librdkafka.so.1"
+    if not link.exists():
+        link.symlink_to(found[0])
+    return {"LD_LIBRARY_PATH": str(lib)}
+
+
+@pytest.mark.parametrize("layout", ["plain", "tls", "mtls", "sasl-tls", "sasl-scram"])
 def test_layout_admits_exactly_the_headroom(env: Env, layout: str):
     """Every sidecar becomes ready; rotating RF-3 creates over the three sidecars are admitted
     exactly up to the headroom, and the next one is refused with 88 and kadmit's message."""
@@ -319,6 +348,11 @@ def test_layout_admits_exactly_the_headroom(env: Env, layout: str):
             wait_ready(env.admin_port(n.id), timeout=60)
         except AssertionError as e:
             raise AssertionError(f"{e}\n{env.logs()}") from None
+    if "LD_LIBRARY_PATH" in env.layout["env"]:
+        for p in env.procs:
+            maps = Path(f"/proc/{p.pid()}/maps").read_text()
+            assert "confluent_kafka.libs/librdkafka" in maps, f"{p.name}: the newer librdkafka " \
+                "was not loaded"
     limits = env.set_headroom(HEADROOM)
     names = [f"ly-{layout}-{k}-{uuid.uuid4().hex[:6]}" for k in range(HEADROOM + 1)]
     results = [(k % 3 + 1, *env.create(k % 3 + 1, n)) for k, n in enumerate(names)]
