@@ -21,11 +21,13 @@
  * In audit mode nothing is rejected: the verdict is ADMIT with `audit` set
  * and the message kadmit would have sent. docs/admission.md has the rules.
  *
- * Every verdict also says why, as an enum (ka_reason.h): callers count and
- * log the reason from it and never search the message. An item about a
- * topic, partition or broker that the view does not know is never passed
- * unjudged: it gets KA_REASON_UNKNOWN_TOPIC or KA_REASON_UNKNOWN_BROKER, and
- * the caller may wait for a fresher view and ask again.
+ * The context, verdict and claim types are in ka_verdict.h, which this
+ * includes. Every verdict also says why, as an enum (ka_reason.h): callers
+ * count and log the reason from it and never search the message. An item
+ * about a topic, partition or broker that the view does not know is never
+ * passed unjudged: it gets KA_REASON_UNKNOWN_TOPIC or
+ * KA_REASON_UNKNOWN_BROKER, and the caller may wait for a fresher view and
+ * ask again.
  */
 #ifndef KA_ENGINE_H
 #define KA_ENGINE_H

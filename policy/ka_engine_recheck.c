@@ -6,7 +6,7 @@
  * in each admitted verdict the claim of what it takes. Once the cluster-wide
  * ledger has ordered this request's intents among everyone's, each claim is
  * judged again here against a ledger of only the intents ordered before it,
- * with the placement it already has (ARCHITECTURE invariants 11 and 12): the
+ * with the placement it already has (ARCHITECTURE invariant 6): the
  * judging core's checks (ka_engine.c) and the budgets (ka_engine_rules.c),
  * nothing else.
  */

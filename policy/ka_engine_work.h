@@ -3,8 +3,8 @@
  * judging core (ka_engine.c), the topic rules and budgets
  * (ka_engine_rules.c), the phase-2 recheck (ka_engine_recheck.c) and the
  * per-API front ends (ka_engine_requests.c). Not part of policy/'s public
- * face. It includes ka_verdict.h, not ka_engine.h: the files below the front
- * ends use the engine's types, never its API.
+ * face. It includes ka_verdict.h, not ka_engine.h, so that the topic rules
+ * (ka_engine_rules.c), which include it, need nothing of the engine's API.
  *
  * A call copies what it needs from the view, policy and ledger into flat
  * per-broker arrays once, then keeps them current as items are admitted,
