@@ -16,6 +16,10 @@
  * Broker ids that appear in replica lists but not in the broker list
  * (offline or unregistered brokers) are kept as "unlisted" brokers: their
  * replicas are counted, but the engine never places anything on them.
+ *
+ * A face without a source of its own name: ka_cluster_builder.c builds a
+ * view, ka_cluster_view.c reads, shares and frees it, both over the layout
+ * of ka_cluster_layout.h.
  */
 #ifndef KA_CLUSTER_H
 #define KA_CLUSTER_H

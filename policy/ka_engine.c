@@ -1,13 +1,17 @@
 /*
- * ka_engine.c: the judging core shared by every admission API.
+ * ka_engine.c: the judging core shared by every admission API: the
+ * per-call working state and the KIP-578 arithmetic.
  *
  * An item arrives here already checked for everything that is the
- * broker's business. What is left is arithmetic: the cluster-wide count
- * against max.partitions, then each broker's hosted + reserved + added
- * against its max.broker.partitions. Admitted items reserve in the ledger
- * at once (validate_only items only in this call's own counts, so later
- * items of the same request see them), which is what keeps invariant 6.
+ * broker's business, and by the topic rules (ka_engine_rules.c). What is
+ * left is arithmetic: the cluster-wide count against max.partitions, then
+ * each broker's hosted + reserved + added against its max.broker.partitions.
+ * Admitted items reserve in the ledger at once (validate_only items only in
+ * this call's own counts, so later items of the same request see them),
+ * which is what keeps invariant 6. Phase 2 runs the same checks again
+ * (ka_engine_recheck.c).
  */
+#include "ka_engine.h"
 #include "ka_engine_work.h"
 
 #include <inttypes.h>
@@ -17,19 +21,6 @@
 #include <string.h>
 
 #include "ka_message.h"
-
-void ka_verdict_release(ka_verdict_t *v)
-{
-    free(v->message);
-    free(v->assignment);
-    free(v->claim.deltas);
-    free(v->rule);
-    v->rule = NULL;
-    v->message = NULL;
-    v->assignment = NULL;
-    v->claim.deltas = NULL;
-    v->claimed = false;
-}
 
 bool ka_engine_view_is_stale(const ka_policy_t *policy, const ka_cluster_t *view, int64_t now_ms)
 {
@@ -226,18 +217,6 @@ int ka_work_unknown(const struct ka_work *w, ka_verdict_t *v, enum ka_reason rea
     return 0;
 }
 
-int ka_verdict_set_cause(ka_verdict_t *v, char *message, enum ka_reason reason, const char *rule,
-                         bool audit)
-{
-    free(v->message);
-    free(v->rule);
-    v->message = message;
-    v->reason = reason;
-    v->audit = audit;
-    v->rule = strdup(rule);
-    return v->rule != NULL ? 0 : KA_ENOMEM;
-}
-
 /* Keeps what the item takes in the verdict, for a later ka_engine_recheck. */
 static void keep_claim(ka_verdict_t *v, const ka_plan_t *plan, ka_broker_delta_t *deltas,
                        size_t count)
@@ -336,7 +315,7 @@ static int commit(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan, boo
 }
 
 /* Commits w->delta, checked by the caller or needing no check. */
-static int reserve(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan)
+int ka_work_reserve(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan)
 {
     bool synced = w->place_synced, over;
     size_t count;
@@ -348,7 +327,7 @@ static int reserve(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan)
 }
 
 /* max.partitions: NULL message when the item fits. */
-static int check_max_partitions(const struct ka_work *w, const ka_plan_t *plan, char **message)
+int ka_work_check_max_partitions(const struct ka_work *w, const ka_plan_t *plan, char **message)
 {
     int64_t limit = ka_policy_max_partitions(w->ctx->policy);
 
@@ -365,8 +344,8 @@ static int check_max_partitions(const struct ka_work *w, const ka_plan_t *plan, 
  * Lists the brokers for which current + added[i] exceeds the limit, or with
  * list_all every broker that added[i] touches. NULL message: none.
  */
-static int check_brokers(const struct ka_work *w, const int64_t *added, const char *advice,
-                         bool list_all, char **message)
+int ka_work_check_brokers(const struct ka_work *w, const int64_t *added, const char *advice,
+                          bool list_all, char **message)
 {
     ka_concern_t *concerns = NULL;
     size_t count = 0;
@@ -405,8 +384,8 @@ static int check_brokers(const struct ka_work *w, const int64_t *added, const ch
  * Ends an item that exceeds a limit: REJECT in enforce mode; in audit mode
  * ADMIT with the flag, reserving w->delta because the item does go ahead.
  */
-static int exceeded(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan, char *message,
-                    enum ka_reason reason)
+int ka_work_exceeded(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan, char *message,
+                     enum ka_reason reason)
 {
     /* A limit outranks an audit-mode rule's flag, which may be there already. */
     if (ka_verdict_set_cause(v, message, reason,
@@ -421,7 +400,7 @@ static int exceeded(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan, c
     }
     v->kind = KA_VERDICT_ADMIT;
     v->audit = true;
-    return reserve(w, v, plan);
+    return ka_work_reserve(w, v, plan);
 }
 
 void ka_work_clear_delta(struct ka_work *w)
@@ -430,7 +409,7 @@ void ka_work_clear_delta(struct ka_work *w)
 }
 
 /*
- * max.broker.partitions for w->delta, then ADMIT and commit, or exceeded(). The usual
+ * max.broker.partitions for w->delta, then ADMIT and commit, or ka_work_exceeded(). The usual
  * answer, none over, comes from the pass that applies the delta.
  */
 static int decide_delta(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan)
@@ -449,12 +428,12 @@ static int decide_delta(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *pla
     }
     unapply_delta(w, false);
     free(deltas);
-    rc = check_brokers(w, w->delta, plan->advice, false, &message);
+    rc = ka_work_check_brokers(w, w->delta, plan->advice, false, &message);
     if (rc == 0 && message != NULL)
-        return exceeded(w, v, plan, message, KA_REASON_BROKER_LIMIT);
+        return ka_work_exceeded(w, v, plan, message, KA_REASON_BROKER_LIMIT);
     if (rc == 0) { /* over, so check_brokers lists a broker; admit should it not */
         v->kind = KA_VERDICT_ADMIT;
-        rc = reserve(w, v, plan);
+        rc = ka_work_reserve(w, v, plan);
     }
     return rc;
 }
@@ -462,10 +441,10 @@ static int decide_delta(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *pla
 int ka_work_decide_exact(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan)
 {
     char *message;
-    int rc = check_max_partitions(w, plan, &message);
+    int rc = ka_work_check_max_partitions(w, plan, &message);
 
     if (rc == 0 && message != NULL)
-        rc = exceeded(w, v, plan, message, KA_REASON_MAX_PARTITIONS);
+        rc = ka_work_exceeded(w, v, plan, message, KA_REASON_MAX_PARTITIONS);
     else if (rc == 0)
         rc = decide_delta(w, v, plan);
     ka_work_clear_delta(w);
@@ -495,9 +474,9 @@ static int place_failure(struct ka_work *w, const ka_plan_t *plan, int32_t parti
         even = partitions;
     for (size_t i = 0; i < w->broker_count; i++)
         w->shares[i] = w->brokers[i].fenced ? 0 : even;
-    rc = check_brokers(w, w->shares, plan->advice, false, message);
+    rc = ka_work_check_brokers(w, w->shares, plan->advice, false, message);
     if (rc == 0 && *message == NULL)
-        rc = check_brokers(w, w->shares, plan->advice, true, message);
+        rc = ka_work_check_brokers(w, w->shares, plan->advice, true, message);
     return rc;
 }
 
@@ -528,7 +507,7 @@ static int decide_place(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *pla
         if (rc < 0)
             return rc;
         bound_delta(w, partitions, replication); /* audit: the broker places it */
-        return exceeded(w, v, plan, message, KA_REASON_BROKER_LIMIT);
+        return ka_work_exceeded(w, v, plan, message, KA_REASON_BROKER_LIMIT);
     }
     if (rc < 0) {
         free(assignment);
@@ -538,25 +517,25 @@ static int decide_place(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *pla
         free(assignment);
         bound_delta(w, partitions, replication);
         v->kind = KA_VERDICT_ADMIT;
-        return reserve(w, v, plan);
+        return ka_work_reserve(w, v, plan);
     }
     v->kind = KA_VERDICT_ADMIT_WITH_ASSIGNMENT;
     v->assignment = assignment;
     v->assignment_partitions = partitions;
     v->assignment_replication = replication;
     w->place_synced = true;
-    return reserve(w, v, plan);
+    return ka_work_reserve(w, v, plan);
 }
 
 int ka_work_decide_auto(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan,
                         int32_t partitions, int32_t replication, bool may_place)
 {
     char *message;
-    int rc = check_max_partitions(w, plan, &message);
+    int rc = ka_work_check_max_partitions(w, plan, &message);
 
     if (rc == 0 && message != NULL) {
         bound_delta(w, partitions, replication);
-        rc = exceeded(w, v, plan, message, KA_REASON_MAX_PARTITIONS);
+        rc = ka_work_exceeded(w, v, plan, message, KA_REASON_MAX_PARTITIONS);
     } else if (rc == 0 && may_place && !(w->exempt & KA_EXEMPT_BROKER_LIMITS) &&
                ka_policy_auto_assignment(w->ctx->policy) == KA_AUTO_ASSIGNMENT_PLACE &&
                (int64_t)partitions * replication <= KA_PLACE_MAX_REPLICAS) {
@@ -566,112 +545,5 @@ int ka_work_decide_auto(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *pla
         rc = decide_delta(w, v, plan);
     }
     ka_work_clear_delta(w);
-    return rc;
-}
-
-/* Loads a claim's deltas into w->delta; false (with *missing) for a broker the view lacks. */
-static bool load_claim(struct ka_work *w, const ka_claim_t *c, int32_t *missing)
-{
-    for (size_t i = 0; i < c->delta_count; i++) {
-        long at = ka_work_broker_index(w, c->deltas[i].broker_id);
-
-        if (at < 0) {
-            *missing = c->deltas[i].broker_id;
-            ka_work_clear_delta(w);
-            return false;
-        }
-        w->delta[at] += c->deltas[i].replicas;
-    }
-    return true;
-}
-
-/* Keeps (or, with restore, puts back) an audit-mode rule's flag across a recheck. */
-struct kept_flag {
-    char *message, *rule;
-    enum ka_reason reason;
-};
-
-static void keep_flag(ka_verdict_t *v, struct kept_flag *k)
-{
-    *k = (struct kept_flag){0};
-    if (v->audit && ka_reason_is_guardrail(v->reason))
-        *k = (struct kept_flag){v->message, v->rule, v->reason};
-    else {
-        free(v->message);
-        free(v->rule);
-    }
-    v->message = NULL;
-    v->rule = NULL;
-}
-
-static void restore_flag(ka_verdict_t *v, struct kept_flag *k)
-{
-    if (k->message != NULL && v->message == NULL && v->kind != KA_VERDICT_REJECT) {
-        v->message = k->message;
-        v->rule = k->rule;
-        v->reason = k->reason;
-        v->audit = true;
-        return;
-    }
-    free(k->message);
-    free(k->rule);
-}
-
-/* One claimed verdict against w, keeping its placement (see ka_engine_recheck). */
-static int recheck_one(struct ka_work *w, ka_verdict_t *v, enum ka_reason reason)
-{
-    const ka_claim_t c = v->claim;
-    ka_plan_t plan = c;
-    enum ka_verdict_kind kind = v->kind;
-    struct kept_flag kept;
-    int32_t missing = 0;
-    char *message;
-    int rc;
-
-    keep_flag(v, &kept);
-    v->reservation_id = 0;
-    v->audit = false;
-    v->reason = KA_REASON_NONE;
-    if (w->stale)
-        rc = ka_work_stale(w, v);
-    else if (!load_claim(w, &c, &missing))
-        rc = ka_work_unknown(w, v, reason, ka_policy_reject_error_code(w->ctx->policy),
-                             "Cannot satisfy request: broker %d, chosen for this request, left "
-                             "kadmit's cluster view before the decision was confirmed. Retry.",
-                             missing);
-    else {
-        rc = check_max_partitions(w, &plan, &message);
-        if (rc == 0 && message == NULL)
-            rc = check_brokers(w, w->delta, plan.advice, false, &message);
-        if (rc == 0 && message != NULL) {
-            rc = exceeded(w, v, &plan, message, reason);
-        } else if (rc == 0 && (rc = ka_work_recheck_budgets(w, v)) == 0) {
-            v->kind = kind; /* the same verdict, the same assignment */
-            rc = reserve(w, v, &plan);
-        } else if (rc == 1) {
-            rc = 0; /* a budget that earlier intents used up: rejected */
-        }
-        ka_work_clear_delta(w);
-    }
-    restore_flag(v, &kept);
-    return rc;
-}
-
-int ka_engine_recheck(const ka_decision_context_t *ctx, ka_verdict_t *verdicts, size_t count,
-                      enum ka_reason reason_if_rejected)
-{
-    struct ka_work w;
-    int rc = ka_work_init(&w, ctx);
-
-    if (rc < 0)
-        return rc;
-    for (size_t i = 0; i < count && rc == 0; i++) {
-        ka_verdict_t *v = &verdicts[i];
-
-        if (v->claimed &&
-            (v->kind == KA_VERDICT_ADMIT || v->kind == KA_VERDICT_ADMIT_WITH_ASSIGNMENT))
-            rc = recheck_one(&w, v, reason_if_rejected);
-    }
-    ka_work_free(&w);
     return rc;
 }

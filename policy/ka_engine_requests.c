@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ka_engine.h"
 #include "ka_engine_work.h"
 #include "ka_message.h"
 

@@ -30,15 +30,6 @@
 /* Guardrail rejections are policy violations, whatever reject.error.code says for limits. */
 #define GUARDRAIL_ERROR_CODE KA_KAFKA_ERR_POLICY_VIOLATION
 
-void ka_rules_cache_free(ka_rules_t *r)
-{
-    ka_cluster_unref(r->cache_view);
-    free(r->cache_rule_totals);
-    free(r->cache_principal_totals);
-    r->cache_view = NULL;
-    r->cache_rule_totals = r->cache_principal_totals = NULL;
-}
-
 static bool principal_covers(const ka_principal_rule_t *pr, ka_slice_t topic, void *md)
 {
     for (size_t i = 0; i < pr->topic_count; i++) {
@@ -371,7 +362,7 @@ static int check_budget(struct ka_work *w, ka_verdict_t *v, ka_slice_t topic, in
 }
 
 /* The rule's budget in use in this call: counted once, then kept by ka_work_budget_commit. */
-static int64_t rule_used(struct ka_work *w, const ka_topic_rule_t *rule)
+static int64_t rule_budget_in_use(struct ka_work *w, const ka_topic_rule_t *rule)
 {
     size_t n = ka_policy_rule_count(w->ctx->policy), index;
 
@@ -388,7 +379,7 @@ static int64_t rule_used(struct ka_work *w, const ka_topic_rule_t *rule)
     return w->rule_used[index];
 }
 
-static int64_t principal_used(struct ka_work *w)
+static int64_t principal_budget_in_use(struct ka_work *w)
 {
     if (w->principal_used < 0)
         w->principal_used = ka_rules_principal_budget_used(w->ctx, w->principal);
@@ -424,14 +415,14 @@ static int check_budgets(struct ka_work *w, const ka_topic_rule_t *rule, ka_slic
     if (rule != NULL && rule->budget_partitions != KA_RULE_UNSET &&
         !(w->exempt & KA_EXEMPT_TOPIC_RULES)) {
         snprintf(whose, sizeof(whose), "rule '%.250s'", rule->name);
-        rc = check_budget(w, v, topic, added, rule->budget_partitions, rule_used(w, rule),
+        rc = check_budget(w, v, topic, added, rule->budget_partitions, rule_budget_in_use(w, rule),
                           rule->enforcement == KA_ENFORCEMENT_AUDIT, KA_REASON_RULE_BUDGET,
                           rule->name, whose);
     }
     if (rc == 0 && w->pending_principal) {
         snprintf(whose, sizeof(whose), "principal %.250s", pr->principal);
-        rc = check_budget(w, v, topic, added, pr->budget_partitions, principal_used(w), w->audit,
-                          KA_REASON_PRINCIPAL_BUDGET, "principals", whose);
+        rc = check_budget(w, v, topic, added, pr->budget_partitions, principal_budget_in_use(w),
+                          w->audit, KA_REASON_PRINCIPAL_BUDGET, "principals", whose);
     }
     return rc;
 }

@@ -13,8 +13,8 @@
 
 #include <stdint.h>
 
-#include "ka_engine.h"
 #include "ka_policy_rules.h"
+#include "ka_verdict.h"
 
 /* The partitions counted against the budget now, from ctx's view and ledger. */
 int64_t ka_rules_rule_budget_used(const ka_decision_context_t *ctx, const ka_topic_rule_t *rule);

@@ -1,7 +1,10 @@
 /*
  * ka_engine_work.h: the engine's per-call working state, shared by the
- * judging core (ka_engine.c) and the per-API front ends
- * (ka_engine_requests.c). Not part of policy/'s public face.
+ * judging core (ka_engine.c), the topic rules and budgets
+ * (ka_engine_rules.c), the phase-2 recheck (ka_engine_recheck.c) and the
+ * per-API front ends (ka_engine_requests.c). Not part of policy/'s public
+ * face. It includes ka_verdict.h, not ka_engine.h, so that the topic rules
+ * (ka_engine_rules.c), which include it, need nothing of the engine's API.
  *
  * A call copies what it needs from the view, policy and ledger into flat
  * per-broker arrays once, then keeps them current as items are admitted,
@@ -10,7 +13,7 @@
 #ifndef KA_ENGINE_WORK_H
 #define KA_ENGINE_WORK_H
 
-#include "ka_engine.h"
+#include "ka_verdict.h"
 #include "ka_placement.h"
 #include "ka_policy_rules.h"
 #include "ka_rules_configs.h"
@@ -53,7 +56,7 @@ struct ka_work {
     bool pending_principal; /* the item counts against the principal's budget */
 };
 
-/* An item's plan is a claim (ka_engine.h) whose deltas are still in
+/* An item's plan is a claim (ka_verdict.h) whose deltas are still in
  * w->delta: how a reservation is recognised in a later view, and what the
  * item counts against max.partitions. */
 typedef ka_claim_t ka_plan_t;
@@ -78,16 +81,29 @@ int ka_work_stale(const struct ka_work *w, ka_verdict_t *v);
 int ka_work_unknown(const struct ka_work *w, ka_verdict_t *v, enum ka_reason reason,
                     int16_t error_code, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 int ka_work_defer(ka_verdict_t *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/*
- * What decided an item: its message (taken over, freed with the verdict),
- * reason, rule (copied) and audit flag, replacing any earlier ones. 0 or
- * KA_ENOMEM.
- */
-int ka_verdict_set_cause(ka_verdict_t *v, char *message, enum ka_reason reason, const char *rule,
-                         bool audit);
 /* Zeroes w->delta (between items, or when an item stops before its decision). */
 void ka_work_clear_delta(struct ka_work *w);
+
+/*
+ * The judging core's steps (ka_engine.c), which the phase-2 recheck
+ * (ka_engine_recheck.c) runs again on a claim. Each writes NULL to
+ * *message when the item fits, or the rejection sentence (0 or KA_ENOMEM):
+ * max.partitions; the brokers for which current + added[i] exceeds the
+ * limit, or with list_all every broker that added[i] touches.
+ */
+int ka_work_check_max_partitions(const struct ka_work *w, const ka_plan_t *plan, char **message);
+int ka_work_check_brokers(const struct ka_work *w, const int64_t *added, const char *advice,
+                          bool list_all, char **message);
+/*
+ * Ends an item that exceeds a limit (message taken over): REJECT in enforce
+ * mode; in audit mode ADMIT with the flag, reserving w->delta because the
+ * item does go ahead.
+ */
+int ka_work_exceeded(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan, char *message,
+                     enum ka_reason reason);
+/* Commits w->delta (checked by the caller, or needing no check): into the
+ * ledger, or for validate_only into this call only, and into v's claim. */
+int ka_work_reserve(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan);
 
 /* What topic rules and principals judge of one item (ka_engine_rules.c). */
 enum ka_rules_api {

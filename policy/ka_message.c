@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ka_engine.h"
-
 /* Room kept at the end of the list for ", and 2147483647 more". */
 #define TAIL_ROOM 32
 

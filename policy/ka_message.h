@@ -1,6 +1,6 @@
 /*
  * ka_message.h: the sentences kadmit puts in error_message, for the engine
- * only.
+ * only (its bound, KA_MESSAGE_MAX, is public through ka_verdict.h).
  *
  * A rejection must be actionable from the client's exception alone (the
  * Java AdminClient uses error_message verbatim), so it names each broker
@@ -13,6 +13,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* Every message fits in this many bytes, NUL included (callers see it through ka_verdict.h). */
+#define KA_MESSAGE_MAX 1024
 
 typedef struct ka_concern {
     int32_t broker_id;

@@ -1,8 +1,10 @@
 /*
- * ka_place_scan.c: placement by scanning every broker. The greedy pass's
- * keys written as comparisons (ka_place_greedy_reference, the definition
- * ka_placement.c is tested against) and the fallback that fills each
- * partition from the brokers with the most headroom left.
+ * ka_place_scan.c: placement by scanning every broker, over a session's
+ * state (ka_place_state.h). The greedy pass's keys written as comparisons
+ * (the picks of ka_place_greedy_reference, the definition ka_placement.c is
+ * tested against) and the fallback that fills each partition from the
+ * brokers with the most headroom left. It knows no session: ka_placement.c
+ * starts them and calls in here.
  */
 #include "ka_place_state.h"
 
@@ -111,32 +113,7 @@ bool ka_place_may_fit(const struct ka_place_state *p, int32_t partitions, int32_
     return leader && capacity >= (int64_t)partitions * replication;
 }
 
-int ka_place_greedy_reference(const ka_place_broker_t *brokers, size_t n, int32_t racks,
-                              int32_t partitions, int32_t replication, uint64_t seed, int32_t *out)
+size_t ka_place_scan_pick(const struct ka_place_state *p, bool leader)
 {
-    ka_place_session_t s = {0};
-    struct ka_place_state *p;
-    int rc = 0;
-
-    if (partitions <= 0 || replication <= 0 || racks <= 0 || (size_t)replication > n)
-        return KA_ELIMIT;
-    if ((rc = ka_place_begin(&s, brokers, n, racks, seed)) < 0)
-        return rc;
-    p = s.state;
-    for (int32_t part = 0; part < partitions && rc == 0; part++) {
-        memset(p->in_partition, 0, n);
-        p->part++;
-        for (int32_t slot = 0; slot < replication && rc == 0; slot++) {
-            size_t i = pick(p, slot == 0, slot == 0 ? better_leader : better_follower);
-
-            if (i == n) {
-                rc = KA_ELIMIT;
-                break;
-            }
-            take(p, i, slot == 0);
-            out[(size_t)part * (size_t)replication + (size_t)slot] = brokers[i].id;
-        }
-    }
-    ka_place_end(&s);
-    return rc;
+    return pick(p, leader, leader ? better_leader : better_follower);
 }

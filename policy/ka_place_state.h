@@ -1,7 +1,9 @@
 /*
  * ka_place_state.h: the placement session's state, shared by the greedy
- * pass (ka_placement.c) and the scans by definition (ka_place_scan.c).
- * Internal to policy/.
+ * pass (ka_placement.c) and the scans by definition (ka_place_scan.c),
+ * which ka_placement.c calls. It includes ka_place_broker.h, not
+ * ka_placement.h, so that the scans need nothing of the sessions. Internal
+ * to policy/.
  */
 #ifndef KA_PLACE_STATE_H
 #define KA_PLACE_STATE_H
@@ -10,7 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ka_placement.h"
+#include "ka_error.h"
+#include "ka_place_broker.h"
 
 /* A heap's order in one compare: the greedy key in the high half, rank in the low. */
 typedef unsigned __int128 ka_order_t;
@@ -91,5 +94,8 @@ int ka_place_by_capacity(struct ka_place_state *p, int32_t partitions, int32_t r
                          int32_t *out);
 /* Necessary conditions for any fit, checked before the fallback's work. */
 bool ka_place_may_fit(const struct ka_place_state *p, int32_t partitions, int32_t replication);
+/* The greedy pass's next pick by a scan of all brokers: the leader key, or the follower key;
+ * p->n when no broker is left (ka_place_greedy_reference). */
+size_t ka_place_scan_pick(const struct ka_place_state *p, bool leader);
 
 #endif

@@ -1,6 +1,7 @@
 /*
- * ka_placement.c: limit-aware replica placement, the greedy pass (the scans by
- * definition are in ka_place_scan.c, the worst case in ka_bound.c).
+ * ka_placement.c: limit-aware replica placement, the greedy pass, and the
+ * sessions it runs in (the scans by definition, which this calls, are in
+ * ka_place_scan.c; the worst case in ka_bound.c).
  *
  * Placement is greedy, one partition at a time, choosing by a lexicographic
  * key that encodes the StripedReplicaPlacer's goals in its order:
@@ -612,6 +613,37 @@ int ka_place(const ka_place_broker_t *brokers, size_t n, int32_t racks, int32_t 
         rc = KA_ELIMIT;
     if (rc == 0)
         rc = ka_place_next(&s, partitions, replication, out, added);
+    ka_place_end(&s);
+    return rc;
+}
+
+/* The greedy pass by its definition: each pick a scan (ka_place_scan.c). */
+int ka_place_greedy_reference(const ka_place_broker_t *brokers, size_t n, int32_t racks,
+                              int32_t partitions, int32_t replication, uint64_t seed, int32_t *out)
+{
+    ka_place_session_t s = {0};
+    struct ka_place_state *p;
+    int rc = 0;
+
+    if (partitions <= 0 || replication <= 0 || racks <= 0 || (size_t)replication > n)
+        return KA_ELIMIT;
+    if ((rc = ka_place_begin(&s, brokers, n, racks, seed)) < 0)
+        return rc;
+    p = s.state;
+    for (int32_t part = 0; part < partitions && rc == 0; part++) {
+        memset(p->in_partition, 0, n);
+        p->part++;
+        for (int32_t slot = 0; slot < replication && rc == 0; slot++) {
+            size_t i = ka_place_scan_pick(p, slot == 0);
+
+            if (i == n) {
+                rc = KA_ELIMIT;
+                break;
+            }
+            take(p, i, slot == 0);
+            out[(size_t)part * (size_t)replication + (size_t)slot] = brokers[i].id;
+        }
+    }
     ka_place_end(&s);
     return rc;
 }

@@ -15,13 +15,7 @@
 #include <stdint.h>
 
 #include "ka_error.h"
-
-typedef struct ka_place_broker {
-    int32_t id;
-    int32_t rack;     /* rack group, 0..rack_count-1; brokers without a rack share one */
-    bool fenced;      /* never a leader; a follower only when nothing else fits */
-    int64_t headroom; /* limit - hosted - reserved, clamped at 0 */
-} ka_place_broker_t;
+#include "ka_place_broker.h"
 
 /* Places the items of one request in turn (zero-initialise it). */
 typedef struct ka_place_session {

@@ -12,6 +12,11 @@
  * per-broker overrides) and "max.partitions". docs/admission.md lists every
  * key with its type, default and range. Unknown keys are errors, so a typo
  * never silently weakens a limit.
+ *
+ * This header is policy/'s face and has no source of its own name: the
+ * parser is ka_policy_parse.c, everything else ka_policy_snapshot.c. So the
+ * files that only need these types (the rules, the engine) depend on
+ * neither.
  */
 #ifndef KA_POLICY_H
 #define KA_POLICY_H

@@ -19,6 +19,10 @@
  * Patterns are PCRE2 (close to the java.util.regex syntax Kafka operators
  * write) and always match the whole name. Everything here belongs to the
  * snapshot and lives as long as it does; it never changes.
+ *
+ * Like ka_policy.h, a face without a source of its own name: the patterns
+ * are ka_rules_model.c's, the accessors that read a snapshot
+ * ka_policy_snapshot.c's.
  */
 #ifndef KA_POLICY_RULES_H
 #define KA_POLICY_RULES_H

@@ -1,10 +1,12 @@
 /*
  * ka_policy_rules_parse.c: the policy keys of ka_policy_rules.h, parsed
- * with the same strictness as the rest of the policy (ka_policy.c): every
+ * with the same strictness as the rest of the policy (ka_policy_parse.c): every
  * error is one sentence "<dotted.path>: <what is wrong>", unknown keys at
  * any depth are errors, and nothing is kept from a document that fails.
  */
-#include "ka_rules_model.h"
+#include "ka_policy_rules_parse.h"
+
+#include "ka_policy_json.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,9 +1,12 @@
 /*
- * ka_policy_snapshot.c: what can be done with a validated policy:
- * serialize it, derive a changed copy for the admin API, compare it, read
- * it, and share it by reference count.
+ * ka_policy_snapshot.c: what can be done with a validated policy: start one
+ * at the defaults, serialize it, derive a changed copy for the admin API,
+ * compare it, read it (its limits, and its guardrails through
+ * ka_policy_rules.h), and share it by reference count. The parser is
+ * ka_policy_parse.c; the rules a snapshot shares are ka_rules_model.c's.
  */
 #include "ka_policy_snapshot.h"
+#include "ka_own_topics.h"
 #include "ka_rules_model.h"
 
 #include <inttypes.h>
@@ -16,6 +19,41 @@
 static int add_int(json_t *obj, const char *key, json_int_t v)
 {
     return json_object_set_new(obj, key, json_integer(v));
+}
+
+void ka_policy_set_defaults(ka_policy_t *p, uint64_t version)
+{
+    atomic_init(&p->refs, 1);
+    p->version = version;
+    p->default_limit = KA_POLICY_UNLIMITED;
+    p->max_partitions = KA_POLICY_UNLIMITED;
+    p->enforcement = KA_ENFORCEMENT_ENFORCE;
+    p->reject_error_code = KA_KAFKA_ERR_UNSTABLE_OFFSET_COMMIT; /* KIP-578 names 88 */
+    p->auto_assignment = KA_AUTO_ASSIGNMENT_PLACE;
+    p->refresh_interval_ms = 30000;
+    p->max_staleness_ms = 120000;
+    p->refresh_before_decision_ms = 5000;
+    p->refresh_idle_interval_ms = -1;
+    p->reservation_expiry_ms = 300000;
+    p->override_count = 0;
+    p->overrides = NULL;
+    p->rules = NULL;
+}
+
+int ka_policy_new_default(uint64_t version, ka_policy_t **out)
+{
+    *out = malloc(sizeof(**out));
+    if (*out == NULL)
+        return KA_ENOMEM;
+    ka_policy_set_defaults(*out, version);
+    return 0;
+}
+
+int ka_policy_compare_override(const void *a, const void *b)
+{
+    const struct ka_broker_limit *x = a, *y = b;
+
+    return (x->broker_id > y->broker_id) - (x->broker_id < y->broker_id);
 }
 
 char *ka_policy_serialize(const ka_policy_t *p)
@@ -261,4 +299,128 @@ int64_t ka_policy_metadata_refresh_before_decision_ms(const ka_policy_t *p)
 int64_t ka_policy_reservation_expiry_ms(const ka_policy_t *p)
 {
     return p->reservation_expiry_ms;
+}
+
+#define IDLE_INTERVAL_DEFAULT_MS 90000
+
+int64_t ka_policy_metadata_refresh_idle_interval_ms(const ka_policy_t *p)
+{
+    if (p->refresh_idle_interval_ms >= 0)
+        return p->refresh_idle_interval_ms;
+    int64_t ms = IDLE_INTERVAL_DEFAULT_MS;
+    if (ms > p->max_staleness_ms / 4 * 3)
+        ms = p->max_staleness_ms / 4 * 3;
+    return ms < p->refresh_interval_ms ? p->refresh_interval_ms : ms;
+}
+
+/* The accessors of ka_policy_rules.h: what the snapshot's guardrails say. */
+
+/* Kafka's internal topics and kadmit's own, protected whatever the policy says. */
+static const char *const always_protected[] = {
+    "__consumer_offsets", "__transaction_state", "__share_group_state",
+    "__cluster_metadata", KA_OWN_TOPIC_LEDGER,   KA_OWN_TOPIC_LIMITS,
+};
+
+static bool slice_is(ka_slice_t s, const char *str)
+{
+    size_t n = strlen(str);
+
+    return s.len >= 0 && (size_t)s.len == n && (n == 0 || memcmp(s.ptr, str, n) == 0);
+}
+
+const ka_topic_rule_t *ka_policy_rule_for(const ka_policy_t *policy, ka_slice_t topic)
+{
+    const ka_rules_t *r = policy->rules;
+    const ka_topic_rule_t *found = NULL;
+    void *md;
+
+    if (r == NULL || r->rule_count == 0)
+        return NULL;
+    md = ka_pattern_match_data_new();
+    for (size_t i = 0; i < r->rule_count && found == NULL; i++) {
+        if (ka_pattern_matches_with(r->rules[i].match, topic, md))
+            found = &r->rules[i];
+    }
+    ka_pattern_match_data_free(md);
+    return found;
+}
+
+size_t ka_policy_rule_count(const ka_policy_t *policy)
+{
+    return policy->rules != NULL ? policy->rules->rule_count : 0;
+}
+
+const ka_topic_rule_t *ka_policy_rule_at(const ka_policy_t *policy, size_t index)
+{
+    return index < ka_policy_rule_count(policy) ? &policy->rules->rules[index] : NULL;
+}
+
+const ka_pattern_t *ka_policy_topic_name_pattern(const ka_policy_t *policy)
+{
+    return policy->rules != NULL ? policy->rules->name_pattern : NULL;
+}
+
+bool ka_policy_topic_is_internal(ka_slice_t topic)
+{
+    for (size_t i = 0; i < sizeof(always_protected) / sizeof(always_protected[0]); i++) {
+        if (slice_is(topic, always_protected[i]))
+            return true;
+    }
+    return false;
+}
+
+bool ka_policy_topic_is_protected(const ka_policy_t *policy, ka_slice_t topic)
+{
+    const ka_rules_t *r = policy->rules;
+
+    if (ka_policy_topic_is_internal(topic))
+        return true;
+    for (size_t i = 0; r != NULL && i < r->protected_count; i++) {
+        if (ka_pattern_matches(r->protected_topics[i], topic))
+            return true;
+    }
+    return false;
+}
+
+const char *ka_policy_protected_pattern(const ka_policy_t *policy, ka_slice_t topic)
+{
+    const ka_rules_t *r = policy->rules;
+
+    for (size_t i = 0; r != NULL && i < r->protected_count; i++) {
+        if (ka_pattern_matches(r->protected_topics[i], topic))
+            return ka_pattern_source(r->protected_topics[i]);
+    }
+    return NULL;
+}
+
+static int compare_principal_name(const void *key, const void *entry)
+{
+    return strcmp(key, ((const ka_principal_rule_t *)entry)->principal);
+}
+
+const ka_principal_rule_t *ka_policy_principal(const ka_policy_t *policy, const char *principal)
+{
+    const ka_rules_t *r = policy->rules;
+
+    if (r == NULL || r->principal_count == 0 || principal == NULL)
+        return NULL;
+    return bsearch(principal, r->principals, r->principal_count, sizeof(*r->principals),
+                   compare_principal_name);
+}
+
+size_t ka_policy_principal_count(const ka_policy_t *policy)
+{
+    return policy->rules != NULL ? policy->rules->principal_count : 0;
+}
+
+const ka_principal_rule_t *ka_policy_principal_at(const ka_policy_t *policy, size_t index)
+{
+    return index < ka_policy_principal_count(policy) ? &policy->rules->principals[index] : NULL;
+}
+
+const char *ka_policy_unknown_principal(const ka_policy_t *policy)
+{
+    if (policy->rules != NULL && policy->rules->unknown_principal != NULL)
+        return policy->rules->unknown_principal;
+    return "User:ANONYMOUS";
 }

@@ -1,7 +1,9 @@
 /*
  * ka_policy_snapshot.h: the layout of a policy snapshot, shared by the
- * parser (ka_policy.c) and the snapshot operations (ka_policy_snapshot.c).
- * Private to policy/; other modules use ka_policy.h's accessors.
+ * parser (ka_policy_parse.c), the snapshot operations and accessors
+ * (ka_policy_snapshot.c) and the engine's budgets (ka_engine_rules.c, which
+ * reach the rules). Private to policy/; other modules use ka_policy.h's and
+ * ka_policy_rules.h's accessors.
  */
 #ifndef KA_POLICY_SNAPSHOT_H
 #define KA_POLICY_SNAPSHOT_H

@@ -1,9 +1,11 @@
 /*
  * ka_rules_model.h: the layout of a policy's guardrails (topic rules,
- * principals, protected topics), shared by their parser
- * (ka_policy_rules_parse.c), their accessors and snapshot operations
- * (ka_policy_rules.c) and the policy snapshot itself. Private to policy/;
- * other modules use ka_policy_rules.h.
+ * principals, protected topics), and what is done with it: compiled
+ * patterns, sharing, freeing, serializing and comparing (ka_rules_model.c).
+ * The layout is shared by the parser (ka_policy_rules_parse.c), the
+ * snapshot (ka_policy_snapshot.c, which also holds the accessors of
+ * ka_policy_rules.h) and the engine's budgets (ka_engine_rules.c). Private
+ * to policy/; other modules use ka_policy_rules.h.
  *
  * One ka_rules_t belongs to one or more policy snapshots: the admin API's
  * derivations (ka_policy_with_*) change only limits, so they share the
@@ -33,9 +35,10 @@ typedef struct ka_rules {
     size_t principal_count;
     char *unknown_principal; /* "principal.unknown", or NULL for User:ANONYMOUS */
     /* Budgets count the partitions of every covered topic of a view: matched
-     * once per (rules, view) pair, not per decision (ka_engine_rules.c). The
-     * cache holds a reference to its view, so a new view at the same address
-     * can never be mistaken for it. The lock makes it safe to share the rules
+     * once per (rules, view) pair, not per decision. The engine fills the
+     * cache (ka_engine_rules.c); the rules own it and free it with themselves.
+     * It holds a reference to its view, so a new view at the same address can
+     * never be mistaken for it. The lock makes it safe to share the rules
      * across threads, as snapshots are. */
     pthread_mutex_t cache_lock;
     struct ka_cluster *cache_view;
@@ -46,14 +49,6 @@ typedef struct ka_rules {
 /* The names of enum ka_exemption's bits, in bit order ("exempt": [...]). */
 #define KA_RULES_EXEMPTION_COUNT 4
 extern const char *const ka_rules_exemption_names[KA_RULES_EXEMPTION_COUNT];
-
-/* True for the keys of the policy's top level that this module parses. */
-bool ka_rules_is_key(const char *key);
-/* Parses one such key into *rules (allocated on first use). */
-int ka_rules_parse_key(ka_rules_t **rules, const char *key, const json_t *value, char *err,
-                       size_t errlen);
-/* Resolves what depends on other keys, once the whole document is read. */
-void ka_rules_finish(ka_rules_t *rules, enum ka_enforcement policy_enforcement);
 
 /* Both accept NULL. */
 ka_rules_t *ka_rules_ref(ka_rules_t *rules);
@@ -68,12 +63,8 @@ bool ka_rules_equal(const ka_rules_t *a, const ka_rules_t *b);
 void *ka_pattern_match_data_new(void);
 void ka_pattern_match_data_free(void *match_data);
 bool ka_pattern_matches_with(const ka_pattern_t *pattern, ka_slice_t name, void *match_data);
-/* Drops the budget cache (ka_engine_rules.c); the rules are being freed. */
+/* Drops the budget cache (its view and totals): before the engine fills it
+ * for another view, and when the rules are freed. The lock stays. */
 void ka_rules_cache_free(ka_rules_t *rules);
-
-/* ka_policy.c's value readers, shared so that every error reads alike. */
-void ka_policy_describe(const json_t *v, char *buf, size_t len);
-int ka_policy_get_int(const json_t *v, const char *field, int64_t min, int64_t max, int64_t *out,
-                      char *err, size_t errlen);
 
 #endif

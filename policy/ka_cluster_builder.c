@@ -1,83 +1,19 @@
 /*
- * ka_cluster.c: building and reading the immutable cluster view.
+ * ka_cluster_builder.c: building the immutable cluster view (ka_cluster.h)
+ * into the layout of ka_cluster_layout.h; ka_cluster_view.c reads it.
  *
- * Flat arrays, so that a view of a few hundred thousand partitions costs a
- * handful of allocations to build and to free: brokers (sorted by id when
- * finished), topics with an open-addressing hash index over their names,
- * one pool of names, one pool of replica ids, and one array of partitions.
  * While building, partitions are appended in arrival order, tagged with
  * their topic; finishing groups them by topic (a counting sort, only when
  * topics arrived interleaved), sorts each topic's run by partition number
  * when it is not sorted already, and lays them out densely, indexed by
  * partition number. Replicas are counted per broker through a table by id.
- * Every lookup the engine makes afterwards is a hash probe or an index.
- *
- * Memory, finished: 8 bytes per partition + 4 per replica + about 48 per
- * topic (entry, name, two hash slots) + the brokers; ka_cluster_memory says
- * what a given view holds.
  */
-#include "ka_cluster.h"
+#include "ka_cluster_layout.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A partition while building: appended in arrival order. */
-struct ka_entry {
-    uint32_t topic;  /* index in topics */
-    int32_t index;   /* partition number */
-    int32_t count;   /* replicas in the list */
-    uint32_t offset; /* first replica in the replica pool */
-};
-
-/* A partition of the finished view, at its partition number. */
-struct ka_partition {
-    int32_t count;   /* replicas in the list; 0 for a hole in the numbering */
-    uint32_t offset; /* first replica in the view's replica pool */
-};
-
-struct ka_cluster_topic {
-    uint32_t name_off, name_len; /* in the view's name pool */
-    uint32_t hash;
-    uint8_t id[16];                        /* the topic id, all zero when not known */
-    int32_t partition_count;               /* highest index + 1 */
-    uint32_t used;                         /* partitions added */
-    uint32_t last_entry;                   /* while building: index of its last entry + 1, or 0 */
-    const struct ka_partition *partitions; /* set when finished */
-    const int32_t *pool;                   /* the view's replica pool, set when finished */
-};
-
-struct ka_cluster {
-    atomic_int refs; /* shared by the engine, the admin API and the metadata client */
-    int64_t taken_at_ms;
-    ka_broker_defaults_t defaults;
-    ka_cluster_broker_t *brokers;
-    size_t broker_count, broker_capacity;
-    ka_cluster_topic_t *topics;
-    size_t topic_count, topic_capacity;
-    uint32_t *slots; /* topic index + 1, or 0 for an empty slot */
-    size_t slot_count;
-    char *names; /* every topic name, back to back, no NUL */
-    size_t names_used, names_capacity;
-    int32_t *pool; /* every replica list, back to back */
-    size_t pool_used, pool_capacity;
-    struct ka_entry *entries; /* while building */
-    size_t entry_count, entry_capacity;
-    bool interleaved;                /* some topic's entries are not contiguous */
-    struct ka_partition *partitions; /* finished: every topic's, densely */
-    size_t partition_slots;
-    int64_t total_partitions;
-    char partial[KA_CLUSTER_PARTIAL_MAX]; /* why the view may be partial; empty when complete */
-    /* The broker list is every registered broker, fenced ones included (DescribeCluster v2+),
-     * not only the unfenced ones Metadata and DescribeCluster v1 list. */
-    bool lists_fenced;
-};
-
-/* The builder is a view under construction; only finish hands it out. */
-struct ka_cluster_builder {
-    struct ka_cluster view;
-};
 
 static int grow(void **array, size_t *capacity, size_t need, size_t size)
 {
@@ -96,15 +32,6 @@ static int grow(void **array, size_t *capacity, size_t need, size_t size)
     return 0;
 }
 
-static uint32_t hash_name(const uint8_t *s, size_t n)
-{
-    uint32_t h = 2166136261u;
-
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ s[i]) * 16777619u;
-    return h;
-}
-
 int ka_cluster_builder_new(int64_t taken_at_ms, ka_cluster_builder_t **out)
 {
     ka_cluster_builder_t *b = calloc(1, sizeof(*b));
@@ -117,24 +44,11 @@ int ka_cluster_builder_new(int64_t taken_at_ms, ka_cluster_builder_t **out)
     return 0;
 }
 
-static void free_view(struct ka_cluster *c)
-{
-    for (size_t i = 0; i < c->broker_count; i++)
-        free((char *)c->brokers[i].rack);
-    free(c->brokers);
-    free(c->topics);
-    free(c->slots);
-    free(c->names);
-    free(c->pool);
-    free(c->entries);
-    free(c->partitions);
-}
-
 void ka_cluster_builder_free(ka_cluster_builder_t *b)
 {
     if (b == NULL)
         return;
-    free_view(&b->view);
+    ka_cluster_free_view(&b->view);
     free(b);
 }
 
@@ -186,34 +100,6 @@ void ka_cluster_builder_set_defaults(ka_cluster_builder_t *b, const ka_broker_de
 void ka_cluster_builder_set_lists_fenced(ka_cluster_builder_t *b, bool lists_fenced)
 {
     b->view.lists_fenced = lists_fenced;
-}
-
-bool ka_cluster_lists_fenced(const ka_cluster_t *c)
-{
-    return c != NULL && c->lists_fenced;
-}
-
-static bool name_is(const struct ka_cluster *c, const ka_cluster_topic_t *t, ka_slice_t name)
-{
-    return t->name_len == (uint32_t)name.len &&
-           memcmp(c->names + t->name_off, name.ptr, t->name_len) == 0;
-}
-
-static ka_cluster_topic_t *lookup(const struct ka_cluster *c, ka_slice_t name, uint32_t hash)
-{
-    size_t mask = c->slot_count - 1;
-
-    if (c->slot_count == 0 || name.len < 0)
-        return NULL;
-    for (size_t i = hash & mask;; i = (i + 1) & mask) {
-        ka_cluster_topic_t *t;
-
-        if (c->slots[i] == 0)
-            return NULL;
-        t = &c->topics[c->slots[i] - 1];
-        if (t->hash == hash && name_is(c, t, name))
-            return t;
-    }
 }
 
 /* Keeps the table at most half full so probes stay short. */
@@ -434,31 +320,6 @@ static int densify(struct ka_cluster *c)
     return 0;
 }
 
-/* The broker's index among the first n brokers (sorted by id), or -1. */
-static long broker_index(const ka_cluster_broker_t *brokers, size_t n, int32_t id)
-{
-    size_t lo = 0, hi = n;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-
-        if (brokers[mid].id == id)
-            return (long)mid;
-        if (brokers[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return -1;
-}
-
-static ka_cluster_broker_t *find_broker(const struct ka_cluster *c, int32_t id)
-{
-    long at = broker_index(c->brokers, c->broker_count, id);
-
-    return at < 0 ? NULL : &c->brokers[at];
-}
-
 static void sort_brokers(struct ka_cluster *c)
 {
     if (c->broker_count > 1)
@@ -549,136 +410,4 @@ int ka_cluster_builder_finish(ka_cluster_builder_t *b, ka_cluster_t **out)
     /* The builder is the view's first member, so the view is the builder. */
     *out = &b->view;
     return 0;
-}
-
-size_t ka_cluster_memory(const ka_cluster_t *c)
-{
-    size_t bytes = sizeof(struct ka_cluster_builder) + c->broker_capacity * sizeof(*c->brokers) +
-                   c->topic_capacity * sizeof(*c->topics) + c->slot_count * sizeof(*c->slots) +
-                   c->names_capacity + c->pool_capacity * sizeof(*c->pool) +
-                   (c->partition_slots + 1) * sizeof(*c->partitions);
-
-    for (size_t i = 0; i < c->broker_count; i++)
-        bytes += c->brokers[i].rack != NULL ? strlen(c->brokers[i].rack) + 1 : 0;
-    return bytes;
-}
-
-ka_cluster_t *ka_cluster_ref(ka_cluster_t *c)
-{
-    if (c != NULL)
-        atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
-    return c;
-}
-
-void ka_cluster_unref(ka_cluster_t *c)
-{
-    if (c == NULL || atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
-        return;
-    free_view(c);
-    free((ka_cluster_builder_t *)c);
-}
-
-int64_t ka_cluster_taken_at_ms(const ka_cluster_t *c)
-{
-    return c->taken_at_ms;
-}
-
-void ka_cluster_mark_partial(ka_cluster_t *c, const char *why)
-{
-    snprintf(c->partial, sizeof(c->partial), "%s", why);
-}
-
-const char *ka_cluster_partial_reason(const ka_cluster_t *c)
-{
-    return c->partial[0] ? c->partial : NULL;
-}
-
-const ka_broker_defaults_t *ka_cluster_broker_defaults(const ka_cluster_t *c)
-{
-    return &c->defaults;
-}
-
-size_t ka_cluster_broker_count(const ka_cluster_t *c)
-{
-    return c->broker_count;
-}
-
-const ka_cluster_broker_t *ka_cluster_broker_at(const ka_cluster_t *c, size_t index)
-{
-    return index < c->broker_count ? &c->brokers[index] : NULL;
-}
-
-const ka_cluster_broker_t *ka_cluster_broker(const ka_cluster_t *c, int32_t broker_id)
-{
-    return find_broker(c, broker_id);
-}
-
-int64_t ka_cluster_total_partitions(const ka_cluster_t *c)
-{
-    return c->total_partitions;
-}
-
-size_t ka_cluster_topic_count(const ka_cluster_t *c)
-{
-    return c->topic_count;
-}
-
-const ka_cluster_topic_t *ka_cluster_find_topic(const ka_cluster_t *c, ka_slice_t name)
-{
-    if (name.len <= 0)
-        return NULL;
-    return lookup(c, name, hash_name(name.ptr, (size_t)name.len));
-}
-
-/*
- * A scan, not an index: ids are asked for only by DeleteTopics v6+, which
- * is rare and names few topics, and comparing 16 bytes per topic stays in
- * the microseconds for the views kadmit is sized for.
- */
-bool ka_cluster_topic_id(const ka_cluster_topic_t *t, uint8_t out[16])
-{
-    static const uint8_t zero[16];
-
-    memcpy(out, t->id, 16);
-    return memcmp(t->id, zero, sizeof(zero)) != 0;
-}
-
-const ka_cluster_topic_t *ka_cluster_find_topic_id(const ka_cluster_t *c, const uint8_t id[16])
-{
-    static const uint8_t zero[16];
-
-    if (memcmp(id, zero, sizeof(zero)) == 0)
-        return NULL;
-    for (size_t i = 0; i < c->topic_count; i++)
-        if (memcmp(c->topics[i].id, id, sizeof(zero)) == 0)
-            return &c->topics[i];
-    return NULL;
-}
-
-ka_slice_t ka_cluster_topic_name(const ka_cluster_t *c, const ka_cluster_topic_t *t)
-{
-    return (ka_slice_t){(const uint8_t *)c->names + t->name_off, (int32_t)t->name_len};
-}
-
-int32_t ka_cluster_topic_partition_count(const ka_cluster_topic_t *t)
-{
-    return t->partition_count;
-}
-
-const int32_t *ka_cluster_topic_replicas(const ka_cluster_topic_t *t, int32_t partition,
-                                         int32_t *count)
-{
-    *count = 0;
-    if (partition < 0 || partition >= t->partition_count || t->partitions[partition].count == 0)
-        return NULL;
-    *count = t->partitions[partition].count;
-    return t->pool + t->partitions[partition].offset;
-}
-
-const ka_cluster_topic_t *ka_cluster_topic_at(const ka_cluster_t *c, size_t index, ka_slice_t *name)
-{
-    const ka_cluster_topic_t *t = &c->topics[index];
-
-    *name = (ka_slice_t){(const uint8_t *)c->names + t->name_off, (int32_t)t->name_len};
-    return t;
 }

@@ -1,5 +1,7 @@
 /*
- * ka_policy.c: parsing and validating the admission policy.
+ * ka_policy_parse.c: parsing and validating the admission policy
+ * (ka_policy_parse in ka_policy.h); the guardrails' keys are parsed by
+ * ka_policy_rules_parse.c, the snapshot built here is ka_policy_snapshot.h's.
  *
  * Parsing is table-free but strict: every key of the document is looked
  * at once, in document order, and the first problem becomes the error
@@ -8,6 +10,9 @@
  * caller can keep its previous policy on any error.
  */
 #include "ka_policy_snapshot.h"
+
+#include "ka_policy_json.h"
+#include "ka_policy_rules_parse.h"
 #include "ka_rules_model.h"
 
 #include <inttypes.h>
@@ -27,51 +32,6 @@
             return KA_EINVALID;                                                                    \
     } while (0)
 
-/* Describes a JSON value for "got ..." in an error sentence. */
-void ka_policy_describe(const json_t *v, char *buf, size_t len)
-{
-    switch (json_typeof(v)) {
-    case JSON_INTEGER:
-        snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        break;
-    case JSON_REAL:
-        snprintf(buf, len, "%g", json_real_value(v));
-        break;
-    case JSON_STRING:
-        snprintf(buf, len, "\"%.40s\"", json_string_value(v));
-        break;
-    case JSON_TRUE:
-    case JSON_FALSE:
-        snprintf(buf, len, "%s", json_is_true(v) ? "true" : "false");
-        break;
-    case JSON_NULL:
-        snprintf(buf, len, "null");
-        break;
-    case JSON_OBJECT:
-        snprintf(buf, len, "an object");
-        break;
-    case JSON_ARRAY:
-        snprintf(buf, len, "an array");
-        break;
-    }
-}
-
-int ka_policy_get_int(const json_t *v, const char *field, int64_t min, int64_t max, int64_t *out,
-                      char *err, size_t errlen)
-{
-    char got[64];
-
-    if (json_is_integer(v) && json_integer_value(v) >= min && json_integer_value(v) <= max) {
-        *out = json_integer_value(v);
-        return 0;
-    }
-    ka_policy_describe(v, got, sizeof(got));
-    ka_error_printf(err, errlen,
-                    "%s: must be an integer between %" PRId64 " and %" PRId64 ", got %s", field,
-                    min, max, got);
-    return KA_EINVALID;
-}
-
 static int get_choice(const json_t *v, const char *field, const char *a, const char *b, int *out,
                       char *err, size_t errlen)
 {
@@ -88,25 +48,6 @@ static int get_choice(const json_t *v, const char *field, const char *a, const c
     ka_policy_describe(v, got, sizeof(got));
     ka_error_printf(err, errlen, "%s: must be \"%s\" or \"%s\", got %s", field, a, b, got);
     return KA_EINVALID;
-}
-
-void ka_policy_set_defaults(ka_policy_t *p, uint64_t version)
-{
-    atomic_init(&p->refs, 1);
-    p->version = version;
-    p->default_limit = KA_POLICY_UNLIMITED;
-    p->max_partitions = KA_POLICY_UNLIMITED;
-    p->enforcement = KA_ENFORCEMENT_ENFORCE;
-    p->reject_error_code = KA_KAFKA_ERR_UNSTABLE_OFFSET_COMMIT; /* KIP-578 names 88 */
-    p->auto_assignment = KA_AUTO_ASSIGNMENT_PLACE;
-    p->refresh_interval_ms = 30000;
-    p->max_staleness_ms = 120000;
-    p->refresh_before_decision_ms = 5000;
-    p->refresh_idle_interval_ms = -1;
-    p->reservation_expiry_ms = 300000;
-    p->override_count = 0;
-    p->overrides = NULL;
-    p->rules = NULL;
 }
 
 /* Broker ids are written as canonical decimals: "7", never "07" or "+7". */
@@ -126,13 +67,6 @@ static int parse_broker_id(const char *key, int32_t *out)
         return KA_EINVALID;
     *out = (int32_t)v;
     return 0;
-}
-
-int ka_policy_compare_override(const void *a, const void *b)
-{
-    const struct ka_broker_limit *x = a, *y = b;
-
-    return (x->broker_id > y->broker_id) - (x->broker_id < y->broker_id);
 }
 
 static int parse_brokers(ka_policy_t *p, const json_t *brokers, char *err, size_t errlen)
@@ -256,18 +190,6 @@ static int parse_key(ka_policy_t *p, const char *key, const json_t *v, char *err
     return 0;
 }
 
-#define IDLE_INTERVAL_DEFAULT_MS 90000
-
-int64_t ka_policy_metadata_refresh_idle_interval_ms(const ka_policy_t *p)
-{
-    if (p->refresh_idle_interval_ms >= 0)
-        return p->refresh_idle_interval_ms;
-    int64_t ms = IDLE_INTERVAL_DEFAULT_MS;
-    if (ms > p->max_staleness_ms / 4 * 3)
-        ms = p->max_staleness_ms / 4 * 3;
-    return ms < p->refresh_interval_ms ? p->refresh_interval_ms : ms;
-}
-
 /* Relations between keys, checked once every key has its value. */
 static int check_relations(const ka_policy_t *p, char *err, size_t errlen)
 {
@@ -356,13 +278,4 @@ out:
     }
     json_decref(root);
     return rc;
-}
-
-int ka_policy_new_default(uint64_t version, ka_policy_t **out)
-{
-    *out = malloc(sizeof(**out));
-    if (*out == NULL)
-        return KA_ENOMEM;
-    ka_policy_set_defaults(*out, version);
-    return 0;
 }

@@ -1,7 +1,8 @@
 /*
- * ka_policy_rules.c: compiled patterns, the accessors of ka_policy_rules.h,
- * and what a snapshot does with its rules (share, free, serialize, compare).
- * The parser is ka_policy_rules_parse.c.
+ * ka_rules_model.c: compiled patterns, and what a snapshot does with its
+ * rules (ka_rules_model.h): share, free, serialize, compare. The parser is
+ * ka_policy_rules_parse.c; the accessors of ka_policy_rules.h, which read a
+ * snapshot, are with the snapshot's others in ka_policy_snapshot.c.
  *
  * Patterns are compiled once, when the policy is parsed; matching allocates
  * its own match data on every call, so one compiled pattern serves any
@@ -9,9 +10,9 @@
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 
-#include "ka_own_topics.h"
-#include "ka_policy_snapshot.h"
 #include "ka_rules_model.h"
+
+#include "ka_cluster.h"
 
 #include <pcre2.h>
 #include <stdio.h>
@@ -96,121 +97,20 @@ const char *ka_pattern_source(const ka_pattern_t *pattern)
     return pattern->source;
 }
 
-/* Kafka's internal topics and kadmit's own, protected whatever the policy says. */
-static const char *const always_protected[] = {
-    "__consumer_offsets", "__transaction_state", "__share_group_state",
-    "__cluster_metadata", KA_OWN_TOPIC_LEDGER,   KA_OWN_TOPIC_LIMITS,
-};
-
-static bool slice_is(ka_slice_t s, const char *str)
-{
-    size_t n = strlen(str);
-
-    return s.len >= 0 && (size_t)s.len == n && (n == 0 || memcmp(s.ptr, str, n) == 0);
-}
-
-const ka_topic_rule_t *ka_policy_rule_for(const ka_policy_t *policy, ka_slice_t topic)
-{
-    const ka_rules_t *r = policy->rules;
-    const ka_topic_rule_t *found = NULL;
-    void *md;
-
-    if (r == NULL || r->rule_count == 0)
-        return NULL;
-    md = ka_pattern_match_data_new();
-    for (size_t i = 0; i < r->rule_count && found == NULL; i++) {
-        if (ka_pattern_matches_with(r->rules[i].match, topic, md))
-            found = &r->rules[i];
-    }
-    ka_pattern_match_data_free(md);
-    return found;
-}
-
-size_t ka_policy_rule_count(const ka_policy_t *policy)
-{
-    return policy->rules != NULL ? policy->rules->rule_count : 0;
-}
-
-const ka_topic_rule_t *ka_policy_rule_at(const ka_policy_t *policy, size_t index)
-{
-    return index < ka_policy_rule_count(policy) ? &policy->rules->rules[index] : NULL;
-}
-
-const ka_pattern_t *ka_policy_topic_name_pattern(const ka_policy_t *policy)
-{
-    return policy->rules != NULL ? policy->rules->name_pattern : NULL;
-}
-
-bool ka_policy_topic_is_internal(ka_slice_t topic)
-{
-    for (size_t i = 0; i < sizeof(always_protected) / sizeof(always_protected[0]); i++) {
-        if (slice_is(topic, always_protected[i]))
-            return true;
-    }
-    return false;
-}
-
-bool ka_policy_topic_is_protected(const ka_policy_t *policy, ka_slice_t topic)
-{
-    const ka_rules_t *r = policy->rules;
-
-    if (ka_policy_topic_is_internal(topic))
-        return true;
-    for (size_t i = 0; r != NULL && i < r->protected_count; i++) {
-        if (ka_pattern_matches(r->protected_topics[i], topic))
-            return true;
-    }
-    return false;
-}
-
-const char *ka_policy_protected_pattern(const ka_policy_t *policy, ka_slice_t topic)
-{
-    const ka_rules_t *r = policy->rules;
-
-    for (size_t i = 0; r != NULL && i < r->protected_count; i++) {
-        if (ka_pattern_matches(r->protected_topics[i], topic))
-            return ka_pattern_source(r->protected_topics[i]);
-    }
-    return NULL;
-}
-
-static int compare_principal_name(const void *key, const void *entry)
-{
-    return strcmp(key, ((const ka_principal_rule_t *)entry)->principal);
-}
-
-const ka_principal_rule_t *ka_policy_principal(const ka_policy_t *policy, const char *principal)
-{
-    const ka_rules_t *r = policy->rules;
-
-    if (r == NULL || r->principal_count == 0 || principal == NULL)
-        return NULL;
-    return bsearch(principal, r->principals, r->principal_count, sizeof(*r->principals),
-                   compare_principal_name);
-}
-
-size_t ka_policy_principal_count(const ka_policy_t *policy)
-{
-    return policy->rules != NULL ? policy->rules->principal_count : 0;
-}
-
-const ka_principal_rule_t *ka_policy_principal_at(const ka_policy_t *policy, size_t index)
-{
-    return index < ka_policy_principal_count(policy) ? &policy->rules->principals[index] : NULL;
-}
-
-const char *ka_policy_unknown_principal(const ka_policy_t *policy)
-{
-    if (policy->rules != NULL && policy->rules->unknown_principal != NULL)
-        return policy->rules->unknown_principal;
-    return "User:ANONYMOUS";
-}
-
 ka_rules_t *ka_rules_ref(ka_rules_t *rules)
 {
     if (rules != NULL)
         atomic_fetch_add_explicit(&rules->refs, 1, memory_order_relaxed);
     return rules;
+}
+
+void ka_rules_cache_free(ka_rules_t *r)
+{
+    ka_cluster_unref(r->cache_view);
+    free(r->cache_rule_totals);
+    free(r->cache_principal_totals);
+    r->cache_view = NULL;
+    r->cache_rule_totals = r->cache_principal_totals = NULL;
 }
 
 static void free_rule(ka_topic_rule_t *rule)
