@@ -122,8 +122,8 @@ def main() -> int:
         print(__doc__)
         return 2
     if shutil.which("nm") is None:
-        print("SKIP: nm (binutils) is missing")
-        return 77
+        print("FAIL: nm (binutils, installed with the compilers) is missing")
+        return 1
     src, archive = Path(sys.argv[1]), Path(sys.argv[2])
     sources = {p.stem for p in src.glob("*.c")}
     inc = include_edges(src, sources)
