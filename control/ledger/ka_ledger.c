@@ -14,7 +14,8 @@
  *
  * Every record is signed under the cluster secret (ka_own_mac.h, header
  * kadmit-mac over the sidecar id and the JSON), and a record read without a
- * MAC that verifies is counted and skipped before it reaches the state.
+ * MAC that verifies is counted and skipped before it reaches the state
+ * (the check is in ka_ledger_own.c).
  *
  * An intent waits, unwritten, while the ledger is not read yet (a sidecar
  * starting: a create that arrives then is judged once it is, not refused),
@@ -46,6 +47,7 @@
 #include <time.h>
 
 #include "ka_error.h"
+#include "ka_ledger_own.h"
 #include "ka_ledger_record.h"
 #include "ka_ledger_state.h"
 #include "ka_log.h"
@@ -237,39 +239,12 @@ static void fail_pending(ka_ledger_t *l, pending_t *p, const char *why)
     cb(arg, KA_LEDGER_UNAVAILABLE, 0);
 }
 
-/* Checks the record's MAC; counts and logs (rate-limited) one that is refused. */
-static bool record_authentic(ka_ledger_t *l, const rd_kafka_message_t *msg)
-{
-    rd_kafka_headers_t *hdrs = NULL;
-    const void *mac = NULL;
-    size_t mac_len = 0;
-    uint64_t suppressed = 0;
-
-    if (rd_kafka_message_headers(msg, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR ||
-        rd_kafka_header_get_last(hdrs, KA_OWN_MAC_HEADER, &mac, &mac_len) !=
-            RD_KAFKA_RESP_ERR_NO_ERROR)
-        mac = NULL;
-    enum ka_own_verdict v = ka_own_mac_verify(&l->key, KA_OWN_LEDGER, msg->key, msg->key_len,
-                                              msg->payload, msg->len, mac, mac_len);
-    if (v != KA_OWN_UNSIGNED && v != KA_OWN_BAD_MAC)
-        return true;
-    if (v == KA_OWN_UNSIGNED)
-        l->m->own_refused_ledger_unsigned++;
-    else
-        l->m->own_refused_ledger_bad_mac++;
-    if (ka_own_warn_due(&l->warn, loop_ms(l), &suppressed))
-        ka_log(KA_LOG_WARN, "ledger record refused; it changes nothing", KA_KS("topic", l->topic),
-               KA_KI("partition", msg->partition), KA_KI("offset", msg->offset),
-               KA_KS("reason", ka_own_verdict_name(v)), KA_KI("refusals_not_logged", suppressed));
-    return false;
-}
-
 static void on_record(ka_ledger_t *l, const rd_kafka_message_t *msg)
 {
     char err[256] = "";
     uint64_t seq = 0;
     uint64_t suppressed = 0;
-    if (!record_authentic(l, msg))
+    if (!ka_ledger_own_authentic(&l->key, &l->warn, l->m, l->topic, msg, loop_ms(l)))
         return;
     int64_t appended = note_time(l, msg);
     enum ka_ledger_applied what =
@@ -675,22 +650,6 @@ int ka_ledger_usable(const ka_ledger_t *l)
     return l != NULL && l->phase == PH_READING;
 }
 
-/*
- * True for a topic of kadmit's own: this ledger, the limits topic as
- * configured (--limits-topic), or one named __kadmit*. Creating them never waits for the limits,
- * which cannot be read before their topic exists.
- */
-static int own_topic(const ka_ledger_t *l, ka_slice_t name)
-{
-    static const char prefix[] = "__kadmit";
-    size_t len = name.len > 0 ? (size_t)name.len : 0;
-    if ((len == strlen(l->topic) && memcmp(name.ptr, l->topic, len) == 0) ||
-        (l->limits_topic[0] != '\0' && len == strlen(l->limits_topic) &&
-         memcmp(name.ptr, l->limits_topic, len) == 0))
-        return 1;
-    return len >= sizeof(prefix) - 1 && memcmp(name.ptr, prefix, sizeof(prefix) - 1) == 0;
-}
-
 int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_ledger_intent_cb cb,
                             void *arg, uint64_t *seq)
 {
@@ -704,7 +663,7 @@ int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_le
     int others = 0; /* an item of a topic not kadmit's own */
     for (size_t i = 0; rc == 0 && i < n; i++) {
         rc = ka_reservations_describe(l->mirror, ids[i], &specs[i], NULL);
-        others |= rc == 0 && !own_topic(l, specs[i].topic);
+        others |= rc == 0 && !ka_ledger_own_topic(l->topic, l->limits_topic, specs[i].topic);
     }
     /* Held until the ledger is read (a sidecar starting, or reconnecting) and, unless all its
      * items are kadmit's own topics, until the limits are loaded; at most --ledger-timeout-ms. */
