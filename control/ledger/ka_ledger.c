@@ -47,6 +47,7 @@
 #include <time.h>
 
 #include "ka_error.h"
+#include "ka_ledger_health.h"
 #include "ka_ledger_own.h"
 #include "ka_ledger_record.h"
 #include "ka_ledger_state.h"
@@ -105,8 +106,9 @@ struct ka_ledger {
     lookup_t *lookup;       /* in flight on the pool */
     pending_t *pending;
     uint64_t next_seq;
-    ka_own_key_t key;   /* the cluster secret (borrowed), or none */
-    ka_own_warn_t warn; /* rate limit of the refusal log lines */
+    ka_own_key_t key;           /* the cluster secret (borrowed), or none */
+    ka_own_warn_t warn;         /* rate limit of the refusal log lines */
+    ka_ledger_health_t *health; /* whether decisions can work (ka_ledger_health.h) */
     uv_timer_t tick;
 };
 
@@ -176,7 +178,9 @@ static int produce(ka_ledger_t *l, char *json, size_t len, uint64_t opaque_seq)
     rd_kafka_resp_err_t e;
     size_t klen = strlen(l->sidecar);
 
-    if (!ka_own_key_set(&l->key)) {
+    if (l->ptopic == NULL) /* the producer could not be recreated */
+        e = RD_KAFKA_RESP_ERR__STATE;
+    else if (!ka_own_key_set(&l->key)) {
         e = rd_kafka_producev(ka_rdk_handle(l->producer), RD_KAFKA_V_RKT(l->ptopic),
                               RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_KEY(l->sidecar, klen),
                               RD_KAFKA_V_VALUE(json, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE),
@@ -337,16 +341,16 @@ static void event_cb(void *arg, ka_rdk_t *rdk, rd_kafka_event_t *ev)
     switch (rd_kafka_event_type(ev)) {
     case RD_KAFKA_EVENT_FETCH:
         while ((msg = rd_kafka_event_message_next(ev)) != NULL) {
-            if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR)
+            ka_ledger_health_read(l->health, msg, loop_ms(l));
+            if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR) /* errors: logged by the health */
                 on_record(l, msg);
-            else if (msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-                ka_log(KA_LOG_WARN, "ledger read error",
-                       KA_KS("error", rd_kafka_err2str(msg->err)));
         }
         break;
     case RD_KAFKA_EVENT_DR:
-        while ((msg = rd_kafka_event_message_next(ev)) != NULL)
+        while ((msg = rd_kafka_event_message_next(ev)) != NULL) {
+            ka_ledger_health_delivered(l->health, msg, loop_ms(l));
             on_delivery(l, msg);
+        }
         break;
     case RD_KAFKA_EVENT_CREATETOPICS_RESULT:
         if (l->phase == PH_CREATING)
@@ -448,6 +452,7 @@ static void lookup_done(ka_rdk_work_t *w, int closed)
         return;
     }
     l->phase = PH_READING;
+    ka_ledger_health_reading(l->health, k->offset, loop_ms(l));
     set_connected(l, 1);
     ka_log(KA_LOG_INFO, "ledger reading", KA_KS("topic", l->topic), KA_KI("from_offset", k->offset),
            KA_KS("sidecar", l->sidecar));
@@ -524,10 +529,44 @@ static void write_held(ka_ledger_t *l)
     }
 }
 
+/* The producer hit a fatal error: a new client in its place (ka_ledger_health.h says why the
+ * state is kept). Intents it carried fail, released by the new one; a heartbeat proves it. */
+static void recreate_producer(ka_ledger_t *l)
+{
+    char why[256] = "", *json = NULL;
+    size_t len = 0;
+    rd_kafka_topic_destroy(l->ptopic);
+    l->ptopic = NULL;
+    int rc = ka_rdk_recreate(l->producer, why, sizeof(why));
+    if (rc == 0 &&
+        (l->ptopic = rd_kafka_topic_new(ka_rdk_handle(l->producer), l->topic, NULL)) == NULL) {
+        snprintf(why, sizeof(why), "cannot open the ledger topic");
+        rc = KA_EINVALID;
+    }
+    ka_ledger_health_recreated(l->health, rc, why);
+    if (rc < 0)
+        return;
+    for (pending_t **pp = &l->pending; *pp != NULL;) {
+        pending_t *p = *pp;
+        if (p->held != NULL) { /* never written: still waits for the ledger */
+            pp = &p->next;
+            continue;
+        }
+        *pp = p->next;
+        fail_pending(l, p, "the ledger client is being recreated after a fatal error");
+    }
+    if (l->phase == PH_CLOCK || l->phase == PH_CREATING) /* their answer went with the client */
+        retry_later(l, "recreate the ledger client", "the client was recreated");
+    else if (ka_ledger_encode_heartbeat(l->sidecar, wall_ms(), &json, &len) == 0)
+        produce(l, json, len, HEARTBEAT_OPAQUE);
+}
+
 static void tick_cb(uv_timer_t *t)
 {
     ka_ledger_t *l = t->data;
     int64_t now = loop_ms(l);
+    if (ka_ledger_health_tick(l->health, l->phase == PH_READING, now) == KA_LEDGER_HEALTH_RECREATE)
+        recreate_producer(l);
     if (l->phase == PH_READING && l->m->limits_loaded)
         write_held(l);
     for (pending_t **pp = &l->pending; *pp != NULL;) {
@@ -619,7 +658,11 @@ int ka_ledger_start(uv_loop_t *loop, const ka_ledger_config_t *cfg, ka_reservati
     }
     if ((rc = new_handle(l, cfg, KA_RDK_PRODUCER, &l->producer, err, errlen)) < 0 ||
         (rc = new_handle(l, cfg, KA_RDK_CONSUMER, &l->consumer, err, errlen)) < 0 ||
-        (l->ptopic = rd_kafka_topic_new(ka_rdk_handle(l->producer), l->topic, NULL)) == NULL) {
+        (l->ptopic = rd_kafka_topic_new(ka_rdk_handle(l->producer), l->topic, NULL)) == NULL ||
+        (rc = ka_ledger_health_new(metrics, l->producer, l->consumer, l->topic, l->limits_topic,
+                                   l->timeout_ms, &l->health)) < 0) {
+        if (l->ptopic != NULL)
+            rd_kafka_topic_destroy(l->ptopic);
         if (rc == 0)
             snprintf(err, errlen, "cannot open the ledger topic %s", l->topic);
         ka_rdk_close(l->producer);
@@ -647,13 +690,17 @@ void ka_ledger_on_view(ka_ledger_t *l, const ka_cluster_t *view)
 
 int ka_ledger_usable(const ka_ledger_t *l)
 {
-    return l != NULL && l->phase == PH_READING;
+    return l != NULL && l->phase == PH_READING &&
+           !ka_ledger_health_blocking(l->health, (int64_t)uv_now(l->loop), NULL, 0);
 }
 
 int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_ledger_intent_cb cb,
                             void *arg, uint64_t *seq)
 {
     if (l == NULL || n == 0 || n > KA_LEDGER_ITEMS_MAX)
+        return KA_EINVALID;
+    /* A ledger read but unusable refuses at once (the caller says why); one not read yet holds. */
+    if (l->phase == PH_READING && ka_ledger_health_blocking(l->health, loop_ms(l), NULL, 0))
         return KA_EINVALID;
     ka_reservation_spec_t *specs = calloc(n, sizeof(*specs));
     pending_t *p = calloc(1, sizeof(*p));
@@ -743,7 +790,9 @@ void ka_ledger_stop(ka_ledger_t *l)
             rd_kafka_consume_stop(l->ctopic, 0);
         rd_kafka_topic_destroy(l->ctopic);
     }
-    rd_kafka_topic_destroy(l->ptopic);
+    if (l->ptopic != NULL)
+        rd_kafka_topic_destroy(l->ptopic);
+    ka_ledger_health_free(l->health);
     ka_rdk_close(l->producer);
     ka_rdk_close(l->consumer);
     while (l->pending != NULL) {
