@@ -26,7 +26,7 @@
 
 #define TOPIC_MAX         249
 #define CHECK_MS          2000 /* between two topic checks */
-#define CHECK_TIMEOUT_MS  3000 /* one Metadata request */
+#define CHECK_TIMEOUT_MS  3000 /* one Metadata request, at most (half the ledger timeout) */
 #define WATERMARK_MS      250  /* between two looks at the cached high watermark */
 #define ERROR_HOLD_MS     5000 /* an error with nothing good since counts this long */
 #define TEST_FATAL_ENV    "KADMIT_TEST_LEDGER_FATAL_AFTER_MS"
@@ -48,6 +48,7 @@ typedef struct check {
     ka_rdk_work_t w;       /* first: the work is the check */
     ka_ledger_health_t *h; /* NULL once the health was freed */
     char topics[2][TOPIC_MAX + 1];
+    int timeout_ms; /* of each Metadata request */
     topic_seen_t seen[2];
 } check_t;
 
@@ -225,7 +226,7 @@ static void check_run(ka_rdk_work_t *w, rd_kafka_t *rk)
             snprintf(s->err, sizeof(s->err), "cannot open the topic");
             continue;
         }
-        rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, CHECK_TIMEOUT_MS);
+        rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, c->timeout_ms);
         rd_kafka_topic_destroy(rkt);
         if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
             snprintf(s->err, sizeof(s->err), "metadata: %s", rd_kafka_err2str(e));
@@ -303,8 +304,8 @@ static void apply_topic(ka_ledger_health_t *h, int i, const topic_seen_t *s)
                      (int)s->isr, (int)min_isr, (int)s->replicas);
         else if (ts->under)
             snprintf(state, state_len,
-                     "under-replicated: replicas %d, in sync %d, brokers %d (wanted %d "
-                     "replicas in sync)",
+                     "under-replicated: replicas %d, in sync %d, brokers %d (wanted: %d "
+                     "replicas, min(3, brokers), all in sync)",
                      (int)s->replicas, (int)s->isr, (int)s->brokers, (int)want);
         else
             snprintf(state, state_len, "ok: replicas %d, in sync %d, brokers %d", (int)s->replicas,
@@ -340,6 +341,9 @@ static void start_check(ka_ledger_health_t *h, int64_t now_ms)
     c->h = h;
     snprintf(c->topics[0], sizeof(c->topics[0]), "%s", h->topic);
     snprintf(c->topics[1], sizeof(c->topics[1]), "%s", h->limits_topic);
+    c->timeout_ms = (int)(h->timeout_ms / 2 < 250                ? 250
+                          : h->timeout_ms / 2 > CHECK_TIMEOUT_MS ? CHECK_TIMEOUT_MS
+                                                                 : h->timeout_ms / 2);
     if (ka_rdk_blocking_run(h->consumer, &c->w) < 0) {
         free(c);
         return;
