@@ -392,8 +392,9 @@ static void build_done(uv_work_t *w, int status)
     int have_logdirs = f->have_logdirs;
     ka_logdirs_check_t f_logdirs = f->logdirs;
     ka_own_rf_plan_t plan;
-    int raise = view != NULL && ka_own_rf_due(&c->own_rf, view, ka_own_rf_is_own, now_ms(c),
-                                              rand() % KA_OWN_RF_JITTER_MS, &plan);
+    int raise =
+        view != NULL && ka_own_rf_due(&c->own_rf, view, ka_own_rf_is_own, now_ms(c),
+                                      (int64_t)(uv_hrtime() / 1000 % KA_OWN_RF_JITTER_MS), &plan);
     drop_refresh(c);
     c->st = ST_IDLE;
     c->backoff_ms = BACKOFF_MIN_MS;
