@@ -535,16 +535,13 @@ static void recreate_producer(ka_ledger_t *l)
 {
     char why[256] = "", *json = NULL;
     size_t len = 0;
-    rd_kafka_topic_destroy(l->ptopic);
-    l->ptopic = NULL;
+    if (l->ptopic != NULL) /* NULL after a failed attempt */
+        rd_kafka_topic_destroy(l->ptopic);
     int rc = ka_rdk_recreate(l->producer, why, sizeof(why));
-    if (rc == 0 &&
-        (l->ptopic = rd_kafka_topic_new(ka_rdk_handle(l->producer), l->topic, NULL)) == NULL) {
-        snprintf(why, sizeof(why), "cannot open the ledger topic");
-        rc = KA_EINVALID;
-    }
-    ka_ledger_health_recreated(l->health, rc, why);
-    if (rc < 0)
+    l->ptopic = rc == 0 ? rd_kafka_topic_new(ka_rdk_handle(l->producer), l->topic, NULL) : NULL;
+    ka_ledger_health_recreated(l->health, l->ptopic == NULL ? (rc < 0 ? rc : KA_ENOMEM) : 0,
+                               why[0] ? why : "cannot open the ledger topic");
+    if (l->ptopic == NULL)
         return;
     for (pending_t **pp = &l->pending; *pp != NULL;) {
         pending_t *p = *pp;
