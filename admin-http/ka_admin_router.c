@@ -368,11 +368,30 @@ static void handle_admission(ka_admin_context_t *ctx, const ka_admin_request_t *
     if (state == KA_ADMIN_ADMISSION_UNHEALTHY) {
         ka_admin_response_error(res, 503, "admission unhealthy: %s",
                                 why[0] ? why : "the proxy gave no reason");
+    }
+    /* The ledger's figures ride along, healthy or not (a warning such as an under-replicated
+     * topic does not make admission unhealthy). */
+    const struct ka_metrics *m =
+        ctx->ops->metrics_get ? ctx->ops->metrics_get(ctx->ops->ctx) : NULL;
+    json_t *ledger = state != KA_ADMIN_ADMISSION_OFF ? ka_admin_ledger_health_json(m) : NULL;
+    if (state == KA_ADMIN_ADMISSION_UNHEALTHY) {
+        if (ledger == NULL)
+            return;
+        char message[600];
+        snprintf(message, sizeof(message), "admission unhealthy: %s",
+                 why[0] ? why : "the proxy gave no reason");
+        ka_admin_response_json(
+            res, 503,
+            json_pack("{s:s,s:s,s:o}", "error", message, "status", "unhealthy", "ledger", ledger));
         return;
     }
-    ka_admin_response_json(
-        res, 200,
-        json_pack("{s:s}", "status", state == KA_ADMIN_ADMISSION_HEALTHY ? "healthy" : "off"));
+    json_t *body =
+        json_pack("{s:s}", "status", state == KA_ADMIN_ADMISSION_HEALTHY ? "healthy" : "off");
+    if (body != NULL && ledger != NULL)
+        json_object_set_new(body, "ledger", ledger);
+    else
+        json_decref(ledger);
+    ka_admin_response_json(res, 200, body);
 }
 
 static void handle_pool(ka_admin_context_t *ctx, const ka_admin_request_t *req, const char *arg,

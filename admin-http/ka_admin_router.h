@@ -128,6 +128,8 @@ void ka_admin_handle_brokers_get(ka_admin_context_t *ctx, const ka_admin_request
                                  const char *arg, ka_admin_response_t *res);
 void ka_admin_handle_asset_get(ka_admin_context_t *ctx, const ka_admin_request_t *req,
                                const char *arg, ka_admin_response_t *res);
+/* The ledger client's health for GET /v1/admission (ka_admin_status.c), or NULL without one. */
+json_t *ka_admin_ledger_health_json(const struct ka_metrics *m);
 void ka_admin_handle_decisions_get(ka_admin_context_t *ctx, const ka_admin_request_t *req,
                                    const char *arg, ka_admin_response_t *res);
 void ka_admin_handle_metrics_get(ka_admin_context_t *ctx, const ka_admin_request_t *req,

@@ -6,6 +6,9 @@
  * admin-http/status/ into ka_admin_assets.c), so a sidecar serves it with
  * no file on disk and the browser fetches nothing from elsewhere. Reading
  * needs no token, like every GET.
+ *
+ * The ledger's health (ka_admin_ledger_health_json) is built here from the
+ * metrics for GET /v1/admission, which the page shows too.
  */
 #include "ka_admin_router.h"
 
@@ -84,4 +87,52 @@ void ka_admin_handle_decisions_get(ka_admin_context_t *ctx, const ka_admin_reque
                            json_pack("{s:I,s:o}", "total",
                                      (json_int_t)(m != NULL ? m->recent_total : 0), "decisions",
                                      list));
+}
+
+/* A last error and when, or nothing when there was none. */
+static void set_last_error(json_t *o, const char *err, int64_t at_unix_ms)
+{
+    char at[48];
+    if (err[0] == '\0')
+        return;
+    iso_time(at_unix_ms, at, sizeof(at));
+    json_object_set_new(o, "last_error", json_string(err));
+    json_object_set_new(o, "last_error_at", json_string(at));
+}
+
+static json_t *topic_json(uint64_t replicas, uint64_t isr, uint64_t under, uint64_t unavailable,
+                          const char *state)
+{
+    return json_pack("{s:I,s:I,s:b,s:b,s:s}", "replicas", (json_int_t)replicas, "isr",
+                     (json_int_t)isr, "under_replicated", (int)under, "unavailable",
+                     (int)unavailable, "state", state[0] ? state : "not checked yet");
+}
+
+json_t *ka_admin_ledger_health_json(const ka_metrics_t *m)
+{
+    if (m == NULL || (m->ledger_blocked_why[0] == '\0' && !m->ledger_usable))
+        return NULL; /* no ledger client: --ledger off */
+    json_t *consumer = json_pack(
+        "{s:I,s:I,s:b,s:I}", "lag_records", (json_int_t)m->ledger_consumer_lag_records, "lag_ms",
+        (json_int_t)m->ledger_consumer_lag_ms, "error", (int)m->ledger_consumer_error,
+        "errors_total", (json_int_t)m->ledger_consumer_errors);
+    json_t *producer = json_pack("{s:b,s:b,s:I}", "error", (int)m->ledger_producer_error, "fatal",
+                                 (int)m->ledger_producer_fatal, "recreated_total",
+                                 (json_int_t)m->ledger_client_recreated);
+    if (consumer == NULL || producer == NULL) {
+        json_decref(consumer);
+        json_decref(producer);
+        return NULL;
+    }
+    set_last_error(consumer, m->ledger_consumer_last_error, m->ledger_consumer_last_error_unix_ms);
+    set_last_error(producer, m->ledger_producer_last_error, m->ledger_producer_last_error_unix_ms);
+    return json_pack(
+        "{s:b,s:s?,s:o,s:o,s:o,s:o}", "usable", (int)m->ledger_usable, "why",
+        m->ledger_usable ? NULL : m->ledger_blocked_why, "consumer", consumer, "producer", producer,
+        "topic",
+        topic_json(m->ledger_topic_replicas, m->ledger_topic_isr, m->ledger_topic_under_replicated,
+                   m->ledger_topic_unavailable, m->ledger_topic_state),
+        "limits_topic",
+        topic_json(m->limits_topic_replicas, m->limits_topic_isr, m->limits_topic_under_replicated,
+                   m->limits_topic_unavailable, m->limits_topic_state));
 }

@@ -139,6 +139,47 @@ static const metric_row_t rows[] = {
         "enforce mode refuses admission requests and other traffic flows."),
     ROW("ledger_intents_live", ledger_intents_live, "gauge",
         "Ledger intents of all sidecars that still count."),
+    ROW("ledger_usable", ledger_usable, "gauge",
+        "1 while the ledger can order decisions: read, its producer delivering, its consumer "
+        "without error and not lagging past --ledger-timeout-ms, its topic with a leader and "
+        "enough in-sync replicas. 0 (with --ledger on): admission requests are refused."),
+    ROW("ledger_consumer_lag_records", ledger_consumer_lag_records, "gauge",
+        "Ledger records between the consumer's last read and the partition's high watermark."),
+    ROW("ledger_consumer_lag_ms", ledger_consumer_lag_ms, "gauge",
+        "How long the ledger consumer has been behind the high watermark (0: caught up)."),
+    ROW("ledger_consumer_error", ledger_consumer_error, "gauge",
+        "1 while the ledger consumer's last fetch failed and no record was read since."),
+    ROW("ledger_consumer_errors_total", ledger_consumer_errors, "counter",
+        "Fetch errors of the ledger consumer."),
+    ROW("ledger_producer_error", ledger_producer_error, "gauge",
+        "1 while the last ledger append failed and none succeeded since."),
+    ROW("ledger_producer_fatal", ledger_producer_fatal, "gauge",
+        "1 from a fatal librdkafka error of the ledger producer until its recreated client "
+        "delivers."),
+    ROW("ledger_client_recreated_total", ledger_client_recreated, "counter",
+        "Ledger producers recreated after a fatal librdkafka error."),
+    ROW("ledger_topic_replicas", ledger_topic_replicas, "gauge",
+        "Replicas of the ledger topic's partition (the fewest, if several)."),
+    ROW("ledger_topic_isr", ledger_topic_isr, "gauge",
+        "In-sync replicas of the ledger topic's partition (the fewest, if several)."),
+    ROW("ledger_topic_under_replicated", ledger_topic_under_replicated, "gauge",
+        "1 while the ledger topic has fewer in-sync replicas than replicas, or fewer replicas "
+        "than min(3, brokers): a warning, decisions still work."),
+    ROW("ledger_topic_unavailable", ledger_topic_unavailable, "gauge",
+        "1 while the ledger topic has no leader, or fewer in-sync replicas than min(2, "
+        "replicas): appends cannot be acknowledged, decisions are refused."),
+    ROW("limits_topic_replicas", limits_topic_replicas, "gauge",
+        "Replicas of the limits topic's partitions (the fewest)."),
+    ROW("limits_topic_isr", limits_topic_isr, "gauge",
+        "In-sync replicas of the limits topic's partitions (the fewest)."),
+    ROW("limits_topic_under_replicated", limits_topic_under_replicated, "gauge",
+        "1 while the limits topic is under-replicated (as for the ledger topic)."),
+    ROW("limits_topic_unavailable", limits_topic_unavailable, "gauge",
+        "1 while a partition of the limits topic has no leader or too few in-sync replicas: "
+        "limits changes cannot be written."),
+    ROW("own_topic_reassignments_total", own_topic_reassignments, "counter",
+        "Reassignments this sidecar sent to raise a kadmit topic's replication to min(3, "
+        "brokers)."),
     LROW("own_records_refused_total", "topic=\"ledger\",reason=\"unsigned\"",
          own_refused_ledger_unsigned, "counter",
          "Records of kadmit's own topics read back and refused, changing nothing: unsigned or "

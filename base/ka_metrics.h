@@ -120,6 +120,32 @@ typedef struct ka_metrics {
     uint64_t ledger_connected;         /* gauge: 1 while appends and reads succeed */
     uint64_t admission_healthy;        /* gauge: 1 while admission can decide */
     uint64_t ledger_intents_live;      /* gauge: intents that still count */
+    /* The ledger client's health (control/ledger/ka_ledger_health.h); gauges unless named a count.
+     */
+    uint64_t ledger_usable;               /* 1 while decisions can be ordered by the ledger */
+    uint64_t ledger_consumer_lag_records; /* records between the last read and the high watermark */
+    uint64_t ledger_consumer_lag_ms;      /* how long the consumer has been behind (0: caught up) */
+    uint64_t ledger_consumer_error;   /* 1 while the last fetch failed and nothing was read since */
+    uint64_t ledger_consumer_errors;  /* count: fetch errors */
+    uint64_t ledger_producer_error;   /* 1 while the last append failed and none succeeded since */
+    uint64_t ledger_producer_fatal;   /* 1 from a fatal error until the new producer delivers */
+    uint64_t ledger_client_recreated; /* count: producers recreated after a fatal error */
+    /* kadmit's topics, from librdkafka's Metadata: the fewest replicas and in-sync replicas of
+     * a partition, under-replicated (ISR < replicas, or replicas < min(3, brokers)) and
+     * unavailable (no leader, or ISR < min(2, replicas)). */
+    uint64_t ledger_topic_replicas, ledger_topic_isr;
+    uint64_t ledger_topic_under_replicated, ledger_topic_unavailable;
+    uint64_t limits_topic_replicas, limits_topic_isr;
+    uint64_t limits_topic_under_replicated, limits_topic_unavailable;
+    uint64_t own_topic_reassignments; /* count: own topics' replication raised by this sidecar */
+    /* The same in sentences, for GET /v1/admission and the status page ("": nothing to say). */
+    char ledger_blocked_why[256];
+    char ledger_consumer_last_error[160];
+    int64_t ledger_consumer_last_error_unix_ms;
+    char ledger_producer_last_error[160];
+    int64_t ledger_producer_last_error_unix_ms;
+    char ledger_topic_state[200];
+    char limits_topic_state[200];
     /* kadmit's own records read back and refused (control/kclient/ka_own_mac.h): by
      * topic and reason. Unsigned or bad MAC: not written by a sidecar of this
      * cluster; replayed: a ledger intent whose sidecar already used its seq;

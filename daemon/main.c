@@ -235,8 +235,9 @@ static bool admission_health(admin_state_t *st, char *why, size_t len)
         return false;
     }
     if (!ka_admission_ledger_usable(a)) {
-        snprintf(why, len, "the admission ledger (topic %s) is not being read yet",
-                 ka_server_config(srv)->ledger_topic);
+        const char *state = ka_server_metrics(srv)->ledger_blocked_why;
+        snprintf(why, len, "the admission ledger (topic %s) %s",
+                 ka_server_config(srv)->ledger_topic, state[0] ? state : "is not being read yet");
         return false;
     }
     return true;

@@ -1,5 +1,6 @@
-// kadmit's status page: reads the admin API's JSON (/v1/brokers with its budgets, /v1/policy,
-// /v1/decisions) every few seconds and redraws. No external fetches.
+// kadmit's status page: reads the admin API's JSON (/v1/admission with the ledger's health,
+// /v1/brokers with its budgets, /v1/policy, /v1/decisions) every few seconds and redraws.
+// No external fetches.
 "use strict";
 
 const REFRESH_MS = 2000;
@@ -109,6 +110,39 @@ function drawDecisions(doc) {
       el("td", {}, d.message ?? ""))));
 }
 
+// /v1/admission answers 503 with a body while admission is unhealthy: both are drawn.
+async function getAdmission() {
+  const r = await fetch("/v1/admission", { cache: "no-store" });
+  return r.json();
+}
+
+function lastError(part) {
+  return part.last_error ? `; last error ${part.last_error} at ${part.last_error_at}` : "";
+}
+
+function drawAdmission(doc) {
+  const p = document.getElementById("admission");
+  p.dataset.state = doc.status || "unhealthy";
+  p.className = doc.status === "unhealthy" || doc.error ? "error" : "";
+  p.textContent = doc.error ? doc.error : `admission ${doc.status}`;
+  const table = document.getElementById("ledger");
+  const l = doc.ledger;
+  table.hidden = !l;
+  if (!l) return;
+  const c = l.consumer, pr = l.producer;
+  const rows = [
+    ["ledger", l.usable ? "usable" : `unusable: ${l.why ?? ""}`],
+    ["ledger consumer", `${c.lag_records} records behind` +
+      (c.lag_ms ? ` for ${c.lag_ms} ms` : "") + (c.error ? ", in error" : "") + lastError(c)],
+    ["ledger producer", (pr.fatal ? "fatal error, being recreated" : pr.error ? "appends fail" :
+      "delivering") + `; recreated ${pr.recreated_total} times` + lastError(pr)],
+    ["ledger topic", l.topic.state],
+    ["limits topic", l.limits_topic.state],
+  ];
+  table.querySelector("tbody").replaceChildren(...rows.map(([k, v]) =>
+    el("tr", {}, el("td", {}, k), el("td", {}, v))));
+}
+
 async function getJSON(path) {
   const r = await fetch(path, { cache: "no-store" });
   const doc = await r.json();
@@ -119,8 +153,9 @@ async function getJSON(path) {
 async function refresh() {
   const err = document.getElementById("error");
   try {
-    const [brokers, policy, decisions] = await Promise.all(
-      [getJSON("/v1/brokers"), getJSON("/v1/policy"), getJSON("/v1/decisions")]);
+    const [admission, brokers, policy, decisions] = await Promise.all(
+      [getAdmission(), getJSON("/v1/brokers"), getJSON("/v1/policy"), getJSON("/v1/decisions")]);
+    drawAdmission(admission);
     drawBrokers(brokers);
     drawBudgets(brokers);
     drawPolicy(policy);

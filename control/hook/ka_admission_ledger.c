@@ -89,7 +89,7 @@ static void ledger_cb(void *arg, enum ka_ledger_status status, uint64_t order)
 
 void ka_adm_ledger_reject_unavailable(ka_admission_t *a, ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
 {
-    char msg[600];
+    char msg[900];
     if (ka_ledger_usable(a->ledger_client) && !ka_server_metrics(a->srv)->limits_loaded)
         snprintf(msg, sizeof(msg),
                  "Cannot decide on this request: kadmit is still reading the cluster's limits "
@@ -97,6 +97,14 @@ void ka_adm_ledger_reject_unavailable(ka_admission_t *a, ka_adm_req_t *req, cons
                  "ms. Retry shortly.",
                  ka_server_config(a->srv)->limits_topic,
                  (unsigned)ka_server_config(a->srv)->ledger_timeout_ms);
+    else if (ka_server_metrics(a->srv)->ledger_blocked_why[0] != '\0')
+        snprintf(msg, sizeof(msg),
+                 "Cannot decide on this request: kadmit could not order it with the other "
+                 "sidecars' decisions, because its admission ledger (topic %s) %s. It rejects "
+                 "requests that create or move partitions until the ledger recovers. Retry "
+                 "shortly.",
+                 ka_server_config(a->srv)->ledger_topic,
+                 ka_server_metrics(a->srv)->ledger_blocked_why);
     else
         snprintf(msg, sizeof(msg),
                  "Cannot decide on this request: kadmit could not order it with the other "

@@ -7,6 +7,13 @@
  * per wake-up so that a backlog (a consumer catching up at startup) never
  * holds the loop for long; when more remain, a byte written to our own pipe
  * brings the loop back on its next turn.
+ *
+ * A fatal error (rd_kafka_fatal_error: an idempotent producer that lost
+ * its sequence, a fenced one) leaves the handle unusable for good. The
+ * handle keeps a copy of the configuration it was made from, so that its
+ * owner can make a new librdkafka client in place (ka_rdk_recreate): the
+ * ka_rdk_t, its pipe and its watch stay, only rd_kafka_t and its queue are
+ * new, and events of the old client still queued are dropped with it.
  */
 #include "ka_rdk.h"
 
@@ -25,6 +32,7 @@
 struct ka_rdk {
     uv_loop_t *loop;
     rd_kafka_t *rk;
+    rd_kafka_conf_t *conf;   /* a copy of rk's configuration, to make it again */
     rd_kafka_queue_t *queue; /* every event of the handle ends up here */
     enum ka_rdk_role role;
     ka_rdk_event_cb cb;
@@ -143,9 +151,15 @@ static void serve(ka_rdk_t *r)
             log_event(r, ev);
             break;
         case RD_KAFKA_EVENT_ERROR:
-            ka_log(rd_kafka_event_error_is_fatal(ev) ? KA_LOG_ERROR : KA_LOG_DEBUG,
-                   "librdkafka error", KA_KS("client", rd_kafka_name(r->rk)),
-                   KA_KS("error", rd_kafka_event_error_string(ev)));
+            if (rd_kafka_event_error_is_fatal(ev)) {
+                char why[256] = "";
+                rd_kafka_fatal_error(r->rk, why, sizeof(why));
+                ka_log(KA_LOG_ERROR, "librdkafka fatal error: the client must be recreated",
+                       KA_KS("client", rd_kafka_name(r->rk)), KA_KS("error", why));
+            } else {
+                ka_log(KA_LOG_DEBUG, "librdkafka error", KA_KS("client", rd_kafka_name(r->rk)),
+                       KA_KS("error", rd_kafka_event_error_string(ev)));
+            }
             r->cb(r->arg, r, ev);
             break;
         case RD_KAFKA_EVENT_NONE:
@@ -175,15 +189,27 @@ static void poll_cb(uv_poll_t *h, int status, int events)
     serve(r);
 }
 
-static void destroy(ka_rdk_t *r)
+/* Destroys the librdkafka client and its queue (the pipe and the watch stay). */
+static void destroy_client(ka_rdk_t *r)
 {
-    if (r->queue != NULL)
+    if (r->queue != NULL) {
+        rd_kafka_queue_io_event_enable(r->queue, -1, NULL, 0);
         rd_kafka_queue_destroy(r->queue);
+        r->queue = NULL;
+    }
     if (r->rk != NULL) {
         if (r->role == KA_RDK_PRODUCER)
             rd_kafka_purge(r->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
         rd_kafka_destroy_flags(r->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+        r->rk = NULL;
     }
+}
+
+static void destroy(ka_rdk_t *r)
+{
+    destroy_client(r);
+    if (r->conf != NULL)
+        rd_kafka_conf_destroy(r->conf);
     for (int i = 0; i < 2; i++) {
         if (r->pipe_fd[i] >= 0)
             close(r->pipe_fd[i]);
@@ -204,10 +230,38 @@ static void poll_closed_cb(uv_handle_t *h)
     maybe_destroy(r);
 }
 
+/* Makes r->rk from conf (consumed) and routes its events to r->queue, whose wake-up is the pipe. */
+static int new_client(ka_rdk_t *r, rd_kafka_conf_t *conf, char *err, size_t errlen)
+{
+    char why[512];
+    rd_kafka_type_t type = r->role == KA_RDK_PRODUCER ? RD_KAFKA_PRODUCER : RD_KAFKA_CONSUMER;
+    r->rk = rd_kafka_new(type, conf, why, sizeof(why));
+    if (r->rk == NULL) {
+        rd_kafka_conf_destroy(conf);
+        snprintf(err, errlen, "cannot create the librdkafka client: %s", why);
+        return KA_EINVALID;
+    }
+    /* One served queue: the main queue (delivery reports, errors) and the
+     * log queue are forwarded into it. */
+    r->queue = rd_kafka_queue_new(r->rk);
+    rd_kafka_queue_t *main_queue = rd_kafka_queue_get_main(r->rk);
+    if (r->queue == NULL || main_queue == NULL) {
+        if (main_queue != NULL)
+            rd_kafka_queue_destroy(main_queue);
+        snprintf(err, errlen, "out of memory");
+        return KA_ENOMEM;
+    }
+    rd_kafka_queue_forward(main_queue, r->queue);
+    rd_kafka_queue_destroy(main_queue);
+    rd_kafka_set_log_queue(r->rk, r->queue);
+    static const char wake = 1;
+    rd_kafka_queue_io_event_enable(r->queue, r->pipe_fd[1], &wake, 1);
+    return 0;
+}
+
 int ka_rdk_new(uv_loop_t *loop, const ka_rdk_settings_t *s, ka_rdk_event_cb cb, void *arg,
                ka_rdk_t **out, char *err, size_t errlen)
 {
-    char why[512];
     *out = NULL;
     ka_rdk_t *r = calloc(1, sizeof(*r));
     if (r == NULL) {
@@ -230,31 +284,19 @@ int ka_rdk_new(uv_loop_t *loop, const ka_rdk_settings_t *s, ka_rdk_event_cb cb, 
         destroy(r);
         return KA_EINVALID;
     }
-    rd_kafka_type_t type = s->role == KA_RDK_PRODUCER ? RD_KAFKA_PRODUCER : RD_KAFKA_CONSUMER;
-    r->rk = rd_kafka_new(type, conf, why, sizeof(why));
-    if (r->rk == NULL) {
+    r->conf = rd_kafka_conf_dup(conf);
+    if (r->conf == NULL) {
         rd_kafka_conf_destroy(conf);
-        snprintf(err, errlen, "cannot create the librdkafka client: %s", why);
-        destroy(r);
-        return KA_EINVALID;
-    }
-    /* One served queue: the main queue (delivery reports, errors) and the
-     * log queue are forwarded into it. */
-    r->queue = rd_kafka_queue_new(r->rk);
-    rd_kafka_queue_t *main_queue = rd_kafka_queue_get_main(r->rk);
-    if (r->queue == NULL || main_queue == NULL) {
-        if (main_queue != NULL)
-            rd_kafka_queue_destroy(main_queue);
         snprintf(err, errlen, "out of memory");
         destroy(r);
         return KA_ENOMEM;
     }
-    rd_kafka_queue_forward(main_queue, r->queue);
-    rd_kafka_queue_destroy(main_queue);
-    rd_kafka_set_log_queue(r->rk, r->queue);
-    static const char wake = 1;
-    rd_kafka_queue_io_event_enable(r->queue, r->pipe_fd[1], &wake, 1);
-    int rc = uv_poll_init(loop, &r->poll, r->pipe_fd[0]);
+    int rc = new_client(r, conf, err, errlen);
+    if (rc < 0) {
+        destroy(r);
+        return rc;
+    }
+    rc = uv_poll_init(loop, &r->poll, r->pipe_fd[0]);
     if (rc < 0) {
         snprintf(err, errlen, "cannot watch librdkafka's queue: %s", uv_strerror(rc));
         destroy(r);
@@ -322,4 +364,36 @@ void ka_rdk_close(ka_rdk_t *r)
         return;
     }
     maybe_destroy(r);
+}
+
+int ka_rdk_fatal(const ka_rdk_t *r, char *why, size_t len)
+{
+    if (r == NULL || r->rk == NULL)
+        return 0;
+    return rd_kafka_fatal_error(r->rk, why, len) != RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+int ka_rdk_recreate(ka_rdk_t *r, char *err, size_t errlen)
+{
+    if (r->closing) {
+        snprintf(err, errlen, "the client is closing");
+        return KA_EINVALID;
+    }
+    if (r->works > 0) { /* a pool thread still uses the client: not now */
+        snprintf(err, errlen, "a blocking call is still running on the client");
+        return KA_ECONFLICT;
+    }
+    rd_kafka_conf_t *conf = rd_kafka_conf_dup(r->conf);
+    if (conf == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return KA_ENOMEM;
+    }
+    destroy_client(r);
+    int rc = new_client(r, conf, err, errlen);
+    if (rc < 0) {
+        destroy_client(r);
+        return rc;
+    }
+    kick(r); /* events queued before the wake-up fd was enabled */
+    return 0;
 }

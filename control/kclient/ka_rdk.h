@@ -108,6 +108,23 @@ typedef struct ka_rdk_work {
 int ka_rdk_blocking_run(ka_rdk_t *r, ka_rdk_work_t *w);
 
 /*
+ * True when the client hit a fatal error (rd_kafka_fatal_error): it will
+ * not produce again until recreated. why gets librdkafka's sentence.
+ */
+int ka_rdk_fatal(const ka_rdk_t *r, char *why, size_t len);
+
+/*
+ * Replaces the librdkafka client with a new one made from the same
+ * configuration; the ka_rdk_t stays, so callers keep their pointer. Every
+ * rd_kafka_topic_t of the old client must be destroyed first, and anything
+ * it had queued (a producer's undelivered messages, events not served yet)
+ * is dropped without a callback: the caller fails what waited on it.
+ * Returns 0, KA_ECONFLICT while a blocking work still runs on the client
+ * (try again later), or another negative ka_err with a sentence in err.
+ */
+int ka_rdk_recreate(ka_rdk_t *r, char *err, size_t errlen);
+
+/*
  * Stops serving and destroys the handle once its blocking work, if any, has
  * completed. A producer's undelivered messages are purged, not flushed:
  * callers that care record outcomes themselves. rd_kafka_destroy joins

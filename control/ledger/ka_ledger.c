@@ -14,7 +14,8 @@
  *
  * Every record is signed under the cluster secret (ka_own_mac.h, header
  * kadmit-mac over the sidecar id and the JSON), and a record read without a
- * MAC that verifies is counted and skipped before it reaches the state.
+ * MAC that verifies is counted and skipped before it reaches the state
+ * (the check is in ka_ledger_own.c).
  *
  * An intent waits, unwritten, while the ledger is not read yet (a sidecar
  * starting: a create that arrives then is judged once it is, not refused),
@@ -46,6 +47,8 @@
 #include <time.h>
 
 #include "ka_error.h"
+#include "ka_ledger_health.h"
+#include "ka_ledger_own.h"
 #include "ka_ledger_record.h"
 #include "ka_ledger_state.h"
 #include "ka_log.h"
@@ -103,8 +106,9 @@ struct ka_ledger {
     lookup_t *lookup;       /* in flight on the pool */
     pending_t *pending;
     uint64_t next_seq;
-    ka_own_key_t key;   /* the cluster secret (borrowed), or none */
-    ka_own_warn_t warn; /* rate limit of the refusal log lines */
+    ka_own_key_t key;           /* the cluster secret (borrowed), or none */
+    ka_own_warn_t warn;         /* rate limit of the refusal log lines */
+    ka_ledger_health_t *health; /* whether decisions can work (ka_ledger_health.h) */
     uv_timer_t tick;
 };
 
@@ -174,7 +178,9 @@ static int produce(ka_ledger_t *l, char *json, size_t len, uint64_t opaque_seq)
     rd_kafka_resp_err_t e;
     size_t klen = strlen(l->sidecar);
 
-    if (!ka_own_key_set(&l->key)) {
+    if (l->ptopic == NULL) /* the producer could not be recreated */
+        e = RD_KAFKA_RESP_ERR__STATE;
+    else if (!ka_own_key_set(&l->key)) {
         e = rd_kafka_producev(ka_rdk_handle(l->producer), RD_KAFKA_V_RKT(l->ptopic),
                               RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_KEY(l->sidecar, klen),
                               RD_KAFKA_V_VALUE(json, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE),
@@ -237,39 +243,12 @@ static void fail_pending(ka_ledger_t *l, pending_t *p, const char *why)
     cb(arg, KA_LEDGER_UNAVAILABLE, 0);
 }
 
-/* Checks the record's MAC; counts and logs (rate-limited) one that is refused. */
-static bool record_authentic(ka_ledger_t *l, const rd_kafka_message_t *msg)
-{
-    rd_kafka_headers_t *hdrs = NULL;
-    const void *mac = NULL;
-    size_t mac_len = 0;
-    uint64_t suppressed = 0;
-
-    if (rd_kafka_message_headers(msg, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR ||
-        rd_kafka_header_get_last(hdrs, KA_OWN_MAC_HEADER, &mac, &mac_len) !=
-            RD_KAFKA_RESP_ERR_NO_ERROR)
-        mac = NULL;
-    enum ka_own_verdict v = ka_own_mac_verify(&l->key, KA_OWN_LEDGER, msg->key, msg->key_len,
-                                              msg->payload, msg->len, mac, mac_len);
-    if (v != KA_OWN_UNSIGNED && v != KA_OWN_BAD_MAC)
-        return true;
-    if (v == KA_OWN_UNSIGNED)
-        l->m->own_refused_ledger_unsigned++;
-    else
-        l->m->own_refused_ledger_bad_mac++;
-    if (ka_own_warn_due(&l->warn, loop_ms(l), &suppressed))
-        ka_log(KA_LOG_WARN, "ledger record refused; it changes nothing", KA_KS("topic", l->topic),
-               KA_KI("partition", msg->partition), KA_KI("offset", msg->offset),
-               KA_KS("reason", ka_own_verdict_name(v)), KA_KI("refusals_not_logged", suppressed));
-    return false;
-}
-
 static void on_record(ka_ledger_t *l, const rd_kafka_message_t *msg)
 {
     char err[256] = "";
     uint64_t seq = 0;
     uint64_t suppressed = 0;
-    if (!record_authentic(l, msg))
+    if (!ka_ledger_own_authentic(&l->key, &l->warn, l->m, l->topic, msg, loop_ms(l)))
         return;
     int64_t appended = note_time(l, msg);
     enum ka_ledger_applied what =
@@ -362,16 +341,16 @@ static void event_cb(void *arg, ka_rdk_t *rdk, rd_kafka_event_t *ev)
     switch (rd_kafka_event_type(ev)) {
     case RD_KAFKA_EVENT_FETCH:
         while ((msg = rd_kafka_event_message_next(ev)) != NULL) {
-            if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR)
+            ka_ledger_health_read(l->health, msg, loop_ms(l));
+            if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR) /* errors: logged by the health */
                 on_record(l, msg);
-            else if (msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-                ka_log(KA_LOG_WARN, "ledger read error",
-                       KA_KS("error", rd_kafka_err2str(msg->err)));
         }
         break;
     case RD_KAFKA_EVENT_DR:
-        while ((msg = rd_kafka_event_message_next(ev)) != NULL)
+        while ((msg = rd_kafka_event_message_next(ev)) != NULL) {
+            ka_ledger_health_delivered(l->health, msg, loop_ms(l));
             on_delivery(l, msg);
+        }
         break;
     case RD_KAFKA_EVENT_CREATETOPICS_RESULT:
         if (l->phase == PH_CREATING)
@@ -473,6 +452,7 @@ static void lookup_done(ka_rdk_work_t *w, int closed)
         return;
     }
     l->phase = PH_READING;
+    ka_ledger_health_reading(l->health, k->offset, loop_ms(l));
     set_connected(l, 1);
     ka_log(KA_LOG_INFO, "ledger reading", KA_KS("topic", l->topic), KA_KI("from_offset", k->offset),
            KA_KS("sidecar", l->sidecar));
@@ -549,10 +529,41 @@ static void write_held(ka_ledger_t *l)
     }
 }
 
+/* The producer hit a fatal error: a new client in its place (ka_ledger_health.h says why the
+ * state is kept). Intents it carried fail, released by the new one; a heartbeat proves it. */
+static void recreate_producer(ka_ledger_t *l)
+{
+    char why[256] = "", *json = NULL;
+    size_t len = 0;
+    if (l->ptopic != NULL) /* NULL after a failed attempt */
+        rd_kafka_topic_destroy(l->ptopic);
+    int rc = ka_rdk_recreate(l->producer, why, sizeof(why));
+    l->ptopic = rc == 0 ? rd_kafka_topic_new(ka_rdk_handle(l->producer), l->topic, NULL) : NULL;
+    ka_ledger_health_recreated(l->health, l->ptopic == NULL ? (rc < 0 ? rc : KA_ENOMEM) : 0,
+                               why[0] ? why : "cannot open the ledger topic");
+    if (l->ptopic == NULL)
+        return;
+    for (pending_t **pp = &l->pending; *pp != NULL;) {
+        pending_t *p = *pp;
+        if (p->held != NULL) { /* never written: still waits for the ledger */
+            pp = &p->next;
+            continue;
+        }
+        *pp = p->next;
+        fail_pending(l, p, "the ledger client is being recreated after a fatal error");
+    }
+    if (l->phase == PH_CLOCK || l->phase == PH_CREATING) /* their answer went with the client */
+        retry_later(l, "recreate the ledger client", "the client was recreated");
+    else if (ka_ledger_encode_heartbeat(l->sidecar, wall_ms(), &json, &len) == 0)
+        produce(l, json, len, HEARTBEAT_OPAQUE);
+}
+
 static void tick_cb(uv_timer_t *t)
 {
     ka_ledger_t *l = t->data;
     int64_t now = loop_ms(l);
+    if (ka_ledger_health_tick(l->health, l->phase == PH_READING, now) == KA_LEDGER_HEALTH_RECREATE)
+        recreate_producer(l);
     if (l->phase == PH_READING && l->m->limits_loaded)
         write_held(l);
     for (pending_t **pp = &l->pending; *pp != NULL;) {
@@ -644,7 +655,11 @@ int ka_ledger_start(uv_loop_t *loop, const ka_ledger_config_t *cfg, ka_reservati
     }
     if ((rc = new_handle(l, cfg, KA_RDK_PRODUCER, &l->producer, err, errlen)) < 0 ||
         (rc = new_handle(l, cfg, KA_RDK_CONSUMER, &l->consumer, err, errlen)) < 0 ||
-        (l->ptopic = rd_kafka_topic_new(ka_rdk_handle(l->producer), l->topic, NULL)) == NULL) {
+        (l->ptopic = rd_kafka_topic_new(ka_rdk_handle(l->producer), l->topic, NULL)) == NULL ||
+        (rc = ka_ledger_health_new(metrics, l->producer, l->consumer, l->topic, l->limits_topic,
+                                   l->timeout_ms, &l->health)) < 0) {
+        if (l->ptopic != NULL)
+            rd_kafka_topic_destroy(l->ptopic);
         if (rc == 0)
             snprintf(err, errlen, "cannot open the ledger topic %s", l->topic);
         ka_rdk_close(l->producer);
@@ -672,29 +687,17 @@ void ka_ledger_on_view(ka_ledger_t *l, const ka_cluster_t *view)
 
 int ka_ledger_usable(const ka_ledger_t *l)
 {
-    return l != NULL && l->phase == PH_READING;
-}
-
-/*
- * True for a topic of kadmit's own: this ledger, the limits topic as
- * configured (--limits-topic), or one named __kadmit*. Creating them never waits for the limits,
- * which cannot be read before their topic exists.
- */
-static int own_topic(const ka_ledger_t *l, ka_slice_t name)
-{
-    static const char prefix[] = "__kadmit";
-    size_t len = name.len > 0 ? (size_t)name.len : 0;
-    if ((len == strlen(l->topic) && memcmp(name.ptr, l->topic, len) == 0) ||
-        (l->limits_topic[0] != '\0' && len == strlen(l->limits_topic) &&
-         memcmp(name.ptr, l->limits_topic, len) == 0))
-        return 1;
-    return len >= sizeof(prefix) - 1 && memcmp(name.ptr, prefix, sizeof(prefix) - 1) == 0;
+    return l != NULL && l->phase == PH_READING &&
+           !ka_ledger_health_blocking(l->health, (int64_t)uv_now(l->loop), NULL, 0);
 }
 
 int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_ledger_intent_cb cb,
                             void *arg, uint64_t *seq)
 {
     if (l == NULL || n == 0 || n > KA_LEDGER_ITEMS_MAX)
+        return KA_EINVALID;
+    /* A ledger read but unusable refuses at once (the caller says why); one not read yet holds. */
+    if (l->phase == PH_READING && ka_ledger_health_blocking(l->health, loop_ms(l), NULL, 0))
         return KA_EINVALID;
     ka_reservation_spec_t *specs = calloc(n, sizeof(*specs));
     pending_t *p = calloc(1, sizeof(*p));
@@ -704,7 +707,7 @@ int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_le
     int others = 0; /* an item of a topic not kadmit's own */
     for (size_t i = 0; rc == 0 && i < n; i++) {
         rc = ka_reservations_describe(l->mirror, ids[i], &specs[i], NULL);
-        others |= rc == 0 && !own_topic(l, specs[i].topic);
+        others |= rc == 0 && !ka_ledger_own_topic(l->topic, l->limits_topic, specs[i].topic);
     }
     /* Held until the ledger is read (a sidecar starting, or reconnecting) and, unless all its
      * items are kadmit's own topics, until the limits are loaded; at most --ledger-timeout-ms. */
@@ -784,7 +787,9 @@ void ka_ledger_stop(ka_ledger_t *l)
             rd_kafka_consume_stop(l->ctopic, 0);
         rd_kafka_topic_destroy(l->ctopic);
     }
-    rd_kafka_topic_destroy(l->ptopic);
+    if (l->ptopic != NULL)
+        rd_kafka_topic_destroy(l->ptopic);
+    ka_ledger_health_free(l->health);
     ka_rdk_close(l->producer);
     ka_rdk_close(l->consumer);
     while (l->pending != NULL) {

@@ -61,7 +61,9 @@ int ka_ledger_start(uv_loop_t *loop, const ka_ledger_config_t *cfg, ka_reservati
                     ka_metrics_t *metrics, ka_ledger_t **out, char *err, size_t errlen);
 /* Each new cluster view: creates the topic when missing, then starts reading. */
 void ka_ledger_on_view(ka_ledger_t *l, const ka_cluster_t *view);
-/* True once the consumer reads the ledger, so an intent appended now can be read back. */
+/* True while the consumer reads the ledger and nothing stops an intent appended now from being
+ * read back (ka_ledger_health.h: a failed or recreated producer, a consumer in error or lagging,
+ * an unavailable topic); while read but unusable, ka_ledger_append_intent refuses at once. */
 int ka_ledger_usable(const ka_ledger_t *l);
 /*
  * Appends an intent for the mirror's reservations ids[0..n) (their specs are

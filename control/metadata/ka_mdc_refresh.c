@@ -7,7 +7,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "ka_log.h"
 #include "ka_view_build.h"
 
 void ka_mdc_refresh_decode_work(uv_work_t *w)
@@ -88,4 +90,23 @@ int ka_mdc_configs_request(const struct ka_metadata_response *md,
     req->resources.items = res;
     *storage = res;
     return 0;
+}
+
+void ka_mdc_refresh_note_defaults(const struct ka_mdc_refresh *f, ka_broker_defaults_t *known,
+                                  int *have_known)
+{
+    const struct ka_describeconfigs_response *configs = &f->configs;
+    ka_broker_defaults_t d;
+
+    if (!f->have_configs || !ka_view_broker_defaults(&configs, 1, &d))
+        return;
+    if (!*have_known || memcmp(&d, known, sizeof(d)) != 0)
+        ka_log(KA_LOG_INFO, "broker defaults", KA_KI("num.partitions", d.num_partitions),
+               KA_KI("default.replication.factor", d.default_replication_factor),
+               KA_KS("auto.create.topics.enable", d.auto_create_topics_enable ? "true" : "false"),
+               KA_KI("min.insync.replicas", d.min_insync_replicas),
+               KA_KI("retention.ms", d.retention_ms), KA_KS("cleanup.policy", d.cleanup_policy),
+               KA_KI("topic_defaults_known", d.topic_known));
+    *known = d;
+    *have_known = 1;
 }

@@ -54,6 +54,10 @@ struct ka_mdc_refresh {
 
 /* On a worker: decodes metadata_reader into metadata (rc, err). */
 void ka_mdc_refresh_decode_work(uv_work_t *work);
+/* The brokers' defaults this refresh's DescribeConfigs gave, into *known (logged when they
+ * change); nothing when it gave none. Moved here from the state machine, unchanged. */
+void ka_mdc_refresh_note_defaults(const struct ka_mdc_refresh *f, ka_broker_defaults_t *known,
+                                  int *have_known);
 /* On a worker: builds view from the answers (rc, err), then frees the
  * decoded answers (the frames stay: the pool is the loop's). */
 void ka_mdc_refresh_build_work(uv_work_t *work);

@@ -9,7 +9,8 @@
  * [LOGDIRS, every KA_LOGDIRS_INTERVAL_MS] -> BUILDING -> IDLE, keeping each answer, and hands them
  * to ka_view_build. The periodic refresh slows down while no request is judged (ka_mdc_idle.h). Any
  * error closes the connection, reports a failed attempt and reconnects after the backoff. Every
- * request is sent in enter(), so the waiting states can be read in one place.
+ * request is sent in enter(), so the waiting states can be read in one place. After a view that
+ * shows a kadmit topic with too few replicas, IDLE -> REASSIGN -> IDLE raises it (ka_own_rf.h).
  *
  * Off the loop: the Metadata answer grows with the cluster (tens of MiB and
  * tens of milliseconds to decode at a few hundred thousand partitions), and
@@ -36,6 +37,7 @@
 #include "ka_mdc_idle.h"
 #include "ka_mdc_refresh.h"
 #include "ka_mdc_sasl.h"
+#include "ka_own_rf.h"
 #include "ka_protocol.h"
 #include "ka_view_build.h"
 
@@ -55,6 +57,7 @@ enum state {
     ST_SASL_HANDSHAKE,
     ST_SASL_AUTH,
     ST_IDLE,
+    ST_REASSIGN, /* connected, not refreshing: raising a kadmit topic's replication */
     ST_METADATA,
     ST_CLUSTER,
     ST_CONFIGS,
@@ -98,6 +101,7 @@ struct ka_mdc {
     ka_mdc_security_t sec;
     ka_mdc_sasl_t sasl;
     ka_loop_watch_t *watch;
+    ka_own_rf_t own_rf; /* kadmit's topics' replication (ka_own_rf.h) */
 };
 
 static void start_connect(ka_mdc_t *c);
@@ -216,6 +220,9 @@ static int16_t awaited_api(const ka_mdc_t *c, int16_t *version)
     case ST_LOGDIRS:
         *version = c->logdirs_version;
         return KA_DESCRIBELOGDIRS_REQUEST_API_KEY;
+    case ST_REASSIGN:
+        *version = 0; /* Kafka 2.4+ */
+        return KA_ALTERPARTITIONREASSIGNMENTS_REQUEST_API_KEY;
     default:
         *version = -1;
         return -1;
@@ -305,24 +312,6 @@ static void send_configs(ka_mdc_t *c)
         fail(c, "configs", "cannot send");
 }
 
-static void log_defaults(ka_mdc_t *c)
-{
-    const struct ka_describeconfigs_response *configs = &c->refresh->configs;
-    ka_broker_defaults_t d;
-
-    if (!c->refresh->have_configs || !ka_view_broker_defaults(&configs, 1, &d))
-        return;
-    if (!c->have_defaults || memcmp(&d, &c->defaults, sizeof(d)) != 0)
-        ka_log(KA_LOG_INFO, "broker defaults", KA_KI("num.partitions", d.num_partitions),
-               KA_KI("default.replication.factor", d.default_replication_factor),
-               KA_KS("auto.create.topics.enable", d.auto_create_topics_enable ? "true" : "false"),
-               KA_KI("min.insync.replicas", d.min_insync_replicas),
-               KA_KI("retention.ms", d.retention_ms), KA_KS("cleanup.policy", d.cleanup_policy),
-               KA_KI("topic_defaults_known", d.topic_known));
-    c->defaults = d;
-    c->have_defaults = 1;
-}
-
 /* Gives the refresh to a worker; done runs on the loop when it is back. */
 static void hand_to_worker(ka_mdc_t *c, enum state st, uv_work_cb work, uv_after_work_cb done)
 {
@@ -402,6 +391,10 @@ static void build_done(uv_work_t *w, int status)
     memcpy(err, f->err, sizeof(err));
     int have_logdirs = f->have_logdirs;
     ka_logdirs_check_t f_logdirs = f->logdirs;
+    ka_own_rf_plan_t plan;
+    int raise =
+        view != NULL && ka_own_rf_due(&c->own_rf, view, ka_own_rf_is_own, now_ms(c),
+                                      (int64_t)(uv_hrtime() / 1000 % KA_OWN_RF_JITTER_MS), &plan);
     drop_refresh(c);
     c->st = ST_IDLE;
     c->backoff_ms = BACKOFF_MIN_MS;
@@ -417,7 +410,11 @@ static void build_done(uv_work_t *w, int status)
         if (c->logdirs.partial[0])
             ka_cluster_mark_partial(view, c->logdirs.partial);
         c->cb(c->arg, view, NULL);
-        if (c->refresh_wanted)
+        ka_own_rf_msg_t msg;
+        ka_own_rf_request(&plan, &msg);
+        if (raise && c->st == ST_IDLE && enter(c, ST_REASSIGN, &msg.req) < 0)
+            fail(c, "alter partition reassignments", "cannot send");
+        else if (!raise && c->refresh_wanted)
             start_refresh(c);
     }
     done_on_loop(c, start);
@@ -446,7 +443,7 @@ static void finish_refresh(ka_mdc_t *c)
     /* The view is built with the defaults known before this refresh's. */
     c->refresh->fallback = c->defaults;
     c->refresh->have_fallback = c->have_defaults;
-    log_defaults(c);
+    ka_mdc_refresh_note_defaults(c->refresh, &c->defaults, &c->have_defaults);
     hand_to_worker(c, ST_BUILDING, ka_mdc_refresh_build_work, build_done);
 }
 
@@ -557,6 +554,12 @@ static int on_answer(ka_mdc_t *c, int16_t api, void *answer, char *why, size_t w
         else
             after_cluster(c);
         return 0;
+    case KA_ALTERPARTITIONREASSIGNMENTS_REQUEST_API_KEY:
+        ka_own_rf_answer(&c->own_rf.sent, answer, c->metrics);
+        c->st = ST_IDLE;
+        if (c->refresh_wanted)
+            start_refresh(c);
+        return 0;
     case KA_DESCRIBECLUSTER_REQUEST_API_KEY:
         c->refresh->have_cluster = 1;
         c->refresh->cluster_version = c->cluster_version;
@@ -581,6 +584,7 @@ static void conn_frame_cb(void *owner, ka_pbuf_t *buf, const uint8_t *body, size
         struct ka_apiversions_response versions;
         struct ka_saslhandshake_response handshake;
         struct ka_saslauthenticate_response authenticate;
+        struct ka_alterpartitionreassignments_response reassign;
     } scratch;
     ka_reader_t r;
     ka_arena_t frame_arena;

@@ -231,3 +231,22 @@ def test_kadmit_status_prints_the_capacity_table_of_v1_brokers(page):
     p = subprocess.run([str(kadmit_bin()), "status", "--admin", f"{HOST}:1"],
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 1 and "cannot connect" in p.stderr, p.stderr
+
+
+def test_status_page_shows_admission_and_the_ledger(page):
+    """The Admission box says what GET /v1/admission says, the ledger's health included."""
+    dt, admin = page
+    status, doc = get_json(admin, "/v1/admission")
+    assert status == 200, doc
+    shown = dt.wait_js("document.getElementById('admission').textContent")
+    assert shown == f"admission {doc['status']}", (shown, doc)
+    rows = dt.js("""Object.fromEntries([...document.querySelectorAll('#ledger tbody tr')]
+        .map(tr => [tr.children[0].textContent, tr.children[1].textContent]))""")
+    if "ledger" not in doc:
+        assert dt.js("document.getElementById('ledger').hidden") is True
+        return
+    assert list(rows) == ["ledger", "ledger consumer", "ledger producer", "ledger topic",
+                          "limits topic"], rows
+    assert rows["ledger"] == ("usable" if doc["ledger"]["usable"] else
+                              f"unusable: {doc['ledger']['why']}"), rows
+    assert rows["ledger producer"].startswith("delivering"), rows

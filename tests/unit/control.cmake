@@ -44,3 +44,8 @@ endif()
 # under the same names, fenced brokers; the real engine, ledger records and ledger state.
 ka_unit_test(test_control_ledger_sim
   SOURCES ${KA_CONTROL_TEST_DIR}/ledger/test_ledger_sim.c LIBS ka_control_core)
+# The ledger's health: what makes it unusable, and the recreate path of a fatal producer.
+ka_unit_test(test_control_ledger_health
+  SOURCES ${KA_CONTROL_TEST_DIR}/ledger/test_ledger_health.c LIBS ka_control)
+# Raising kadmit's topics' replication to min(3, brokers): when, to what.
+ka_unit_test(test_control_own_rf SOURCES ${KA_CONTROL_TEST_DIR}/kclient/test_own_rf.c LIBS ka_control_core)

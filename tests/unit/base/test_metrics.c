@@ -21,7 +21,7 @@ static uint64_t clock_fn(void)
 static void test_renders_counters_gauges_and_pool_figures(void **state)
 {
     (void)state;
-    static char buf[16384];
+    static char buf[32768]; /* every family, with room to grow */
     ka_metrics_t m = {0};
     ka_pool_t pool;
     ka_pool_init(&pool, 1 << 20, 1 << 16, clock_fn);
