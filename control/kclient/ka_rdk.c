@@ -82,6 +82,17 @@ static int apply_security(rd_kafka_conf_t *conf, const ka_rdk_security_t *sec, c
             return KA_EINVALID;
     }
     if (sasl) {
+        /* librdkafka before 2.6.1 fails SCRAM against Kafka 4.x brokers, with or without
+         * kadmit (docs/tls-sasl.md): say so once, so the operator does not look for it here. */
+        static int scram_warned;
+        if (strncmp(sec->mechanism, "SCRAM-", 6) == 0 && rd_kafka_version() < 0x020601ff &&
+            !scram_warned) {
+            scram_warned = 1;
+            ka_log(KA_LOG_WARN,
+                   "this librdkafka is older than 2.6.1, whose SCRAM fails against Kafka 4.x "
+                   "brokers: kadmit's own clients may not log in",
+                   KA_KS("librdkafka", rd_kafka_version_str()), KA_KS("mechanism", sec->mechanism));
+        }
         if (set(conf, "sasl.mechanisms", sec->mechanism, err, errlen) < 0 ||
             set(conf, "sasl.username", sec->username ? sec->username : "", err, errlen) < 0 ||
             set(conf, "sasl.password", sec->password ? sec->password : "", err, errlen) < 0)

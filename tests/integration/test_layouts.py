@@ -353,6 +353,7 @@ def test_layout_admits_exactly_the_headroom(env: Env, layout: str):
             maps = Path(f"/proc/{p.pid()}/maps").read_text()
             assert "confluent_kafka.libs/librdkafka" in maps, f"{p.name}: the newer librdkafka " \
                 "was not loaded"
+            assert "older than 2.6.1" not in p.logfile.read_text(errors="replace")
     limits = env.set_headroom(HEADROOM)
     names = [f"ly-{layout}-{k}-{uuid.uuid4().hex[:6]}" for k in range(HEADROOM + 1)]
     results = [(k % 3 + 1, *env.create(k % 3 + 1, n)) for k, n in enumerate(names)]
