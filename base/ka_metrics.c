@@ -139,6 +139,9 @@ static const metric_row_t rows[] = {
         "enforce mode refuses admission requests and other traffic flows."),
     ROW("ledger_intents_live", ledger_intents_live, "gauge",
         "Ledger intents of all sidecars that still count."),
+    ROW("ledger_ready_milliseconds", ledger_ready_ms, "gauge",
+        "From the ledger client's start to reading the ledger (0 until it does): how long a "
+        "starting sidecar made creates wait."),
     LROW("own_records_refused_total", "topic=\"ledger\",reason=\"unsigned\"",
          own_refused_ledger_unsigned, "counter",
          "Records of kadmit's own topics read back and refused, changing nothing: unsigned or "

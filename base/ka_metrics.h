@@ -120,6 +120,7 @@ typedef struct ka_metrics {
     uint64_t ledger_connected;         /* gauge: 1 while appends and reads succeed */
     uint64_t admission_healthy;        /* gauge: 1 while admission can decide */
     uint64_t ledger_intents_live;      /* gauge: intents that still count */
+    uint64_t ledger_ready_ms; /* gauge: from the ledger client's start to reading (0: not yet) */
     /* kadmit's own records read back and refused (control/kclient/ka_own_mac.h): by
      * topic and reason. Unsigned or bad MAC: not written by a sidecar of this
      * cluster; replayed: a ledger intent whose sidecar already used its seq;

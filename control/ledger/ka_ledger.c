@@ -233,8 +233,11 @@ static void on_delivery(ka_ledger_t *l, const rd_kafka_message_t *msg)
     if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
         ka_ledger_set_connected(l, 1);
         note_time(l, msg);
-        if (seq == HEARTBEAT_OPAQUE && l->phase == PH_CLOCK)
-            ka_ledger_start_lookup(l); /* the clock is anchored (or the topic has none to give) */
+        if (seq == HEARTBEAT_OPAQUE && l->phase == PH_CLOCK) {
+            /* The clock is anchored (or the topic has none to give). */
+            ka_ledger_mark(l, KA_LEDGER_STEP_CLOCK);
+            ka_ledger_start_lookup(l);
+        }
         return;
     }
     if (seq == HEARTBEAT_OPAQUE) {

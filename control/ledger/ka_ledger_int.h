@@ -20,6 +20,15 @@
 #define CREATE_TIMEOUT_MS 10000
 #define RETENTION_TTLS    4 /* records are kept this many TTLs */
 
+/* The start-up's steps, in order, for its profile (ka_ledger_mark). */
+enum ka_ledger_step {
+    KA_LEDGER_STEP_VIEW = 0, /* a cluster view with brokers */
+    KA_LEDGER_STEP_TOPIC,    /* the topic is known to exist (the view, or CreateTopics) */
+    KA_LEDGER_STEP_CLOCK,    /* the heartbeat's delivery report: appends work, clock anchored */
+    KA_LEDGER_STEP_READING,  /* the start offset found and the consumer started */
+    KA_LEDGER_STEPS
+};
+
 enum phase { PH_WAIT_VIEW = 0, PH_CREATING, PH_CLOCK, PH_LOOKUP, PH_RETRY, PH_READING };
 
 /* The opaque of a heartbeat's delivery report (intents carry their seq, outcomes 0). */
@@ -70,6 +79,11 @@ struct ka_ledger {
     ka_own_key_t key;   /* the cluster secret (borrowed), or none */
     ka_own_warn_t warn; /* rate limit of the refusal log lines */
     uv_timer_t tick;
+    /* The start-up's profile, loop ms: when the client started, and when each
+     * step (enum ka_ledger_step) first completed; 0 until then. Logged once
+     * reading starts, and kept in the ledger_ready_ms gauge. */
+    int64_t started_ms;
+    int64_t step_ms[KA_LEDGER_STEPS];
 };
 
 static inline int64_t ka_ledger_wall_ms(void)
@@ -102,6 +116,8 @@ void ka_ledger_event_cb(void *arg, ka_rdk_t *rdk, rd_kafka_event_t *ev);
 void ka_ledger_tick_cb(uv_timer_t *t);
 
 /* ka_ledger_start.c */
+/* Notes the first time a start-up step completed. */
+void ka_ledger_mark(ka_ledger_t *l, enum ka_ledger_step step);
 /* The CreateTopics result while the topic is being created. */
 void ka_ledger_on_created(ka_ledger_t *l, rd_kafka_event_t *ev);
 /* The clock is anchored: finds where to start reading, on the thread pool. */

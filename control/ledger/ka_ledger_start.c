@@ -18,6 +18,18 @@
 
 static void learn_clock(ka_ledger_t *l);
 
+void ka_ledger_mark(ka_ledger_t *l, enum ka_ledger_step step)
+{
+    if (l->step_ms[step] == 0)
+        l->step_ms[step] = ka_ledger_loop_ms(l);
+}
+
+/* Milliseconds from the client's start to a step (-1: the step was skipped or not reached). */
+static int64_t step_after(const ka_ledger_t *l, enum ka_ledger_step step)
+{
+    return l->step_ms[step] != 0 ? l->step_ms[step] - l->started_ms : -1;
+}
+
 void ka_ledger_on_created(ka_ledger_t *l, rd_kafka_event_t *ev)
 {
     size_t n = 0;
@@ -37,6 +49,7 @@ void ka_ledger_on_created(ka_ledger_t *l, rd_kafka_event_t *ev)
     ka_log(KA_LOG_INFO, e ? "ledger topic already exists" : "ledger topic created",
            KA_KS("topic", l->topic));
     l->topic_known = 1;
+    ka_ledger_mark(l, KA_LEDGER_STEP_TOPIC);
     learn_clock(l);
 }
 
@@ -128,8 +141,16 @@ static void lookup_done(ka_rdk_work_t *w, int closed)
     }
     l->phase = PH_READING;
     ka_ledger_set_connected(l, 1);
+    int first = l->step_ms[KA_LEDGER_STEP_READING] == 0;
+    ka_ledger_mark(l, KA_LEDGER_STEP_READING);
+    if (first)
+        l->m->ledger_ready_ms = (uint64_t)step_after(l, KA_LEDGER_STEP_READING);
+    /* The start-up's profile: each step's end, in ms since the client started. */
     ka_log(KA_LOG_INFO, "ledger reading", KA_KS("topic", l->topic), KA_KI("from_offset", k->offset),
-           KA_KS("sidecar", l->sidecar));
+           KA_KS("sidecar", l->sidecar), KA_KI("view_ms", step_after(l, KA_LEDGER_STEP_VIEW)),
+           KA_KI("topic_ms", step_after(l, KA_LEDGER_STEP_TOPIC)),
+           KA_KI("clock_ms", step_after(l, KA_LEDGER_STEP_CLOCK)),
+           KA_KI("ready_ms", step_after(l, KA_LEDGER_STEP_READING)));
     free(k);
 }
 
@@ -231,6 +252,7 @@ int ka_ledger_start(uv_loop_t *loop, const ka_ledger_config_t *cfg, ka_reservati
         return KA_ENOMEM;
     }
     l->loop = loop;
+    l->started_ms = ka_ledger_loop_ms(l);
     l->m = metrics;
     l->mirror = mirror;
     l->timeout_ms = cfg->timeout_ms;
@@ -271,7 +293,11 @@ void ka_ledger_on_view(ka_ledger_t *l, const ka_cluster_t *view)
 {
     ka_slice_t name = {(const uint8_t *)l->topic, (int32_t)strlen(l->topic)};
     l->brokers = (int)ka_cluster_broker_count(view);
-    if (ka_cluster_find_topic(view, name) != NULL)
+    if (l->brokers > 0)
+        ka_ledger_mark(l, KA_LEDGER_STEP_VIEW);
+    if (ka_cluster_find_topic(view, name) != NULL) {
         l->topic_known = 1;
+        ka_ledger_mark(l, KA_LEDGER_STEP_TOPIC);
+    }
     ka_ledger_advance(l);
 }
