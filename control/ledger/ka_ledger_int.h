@@ -29,7 +29,17 @@ enum ka_ledger_step {
     KA_LEDGER_STEPS
 };
 
-enum phase { PH_WAIT_VIEW = 0, PH_CREATING, PH_CLOCK, PH_LOOKUP, PH_RETRY, PH_READING };
+/* PH_AWAIT_TOPIC: the topic exists; waiting until the producer's broker shows it with a
+ * leader (ka_rdk_topic.h), so the heartbeat does not wait for librdkafka's scan. */
+enum phase {
+    PH_WAIT_VIEW = 0,
+    PH_CREATING,
+    PH_AWAIT_TOPIC,
+    PH_CLOCK,
+    PH_LOOKUP,
+    PH_RETRY,
+    PH_READING
+};
 
 /* The opaque of a heartbeat's delivery report (intents carry their seq, outcomes 0). */
 #define HEARTBEAT_OPAQUE UINT64_MAX

@@ -15,6 +15,11 @@
 #include "ka_error.h"
 #include "ka_ledger_record.h"
 #include "ka_log.h"
+#include "ka_rdk_side.h"
+#include "ka_rdk_topic.h"
+
+/* How long the start-up waits for a new topic to show up with a leader before going on. */
+#define AWAIT_TOPIC_MS 3000
 
 static void learn_clock(ka_ledger_t *l);
 
@@ -175,8 +180,33 @@ void ka_ledger_start_lookup(ka_ledger_t *l)
     l->phase = PH_LOOKUP;
 }
 
-/* Appends a heartbeat; its delivery report anchors the ledger's clock, then the lookup. */
+static void append_heartbeat(ka_ledger_t *l);
+
+/* The producer's broker shows the topic (or the wait ran out: librdkafka finds it itself). */
+static void topic_visible_cb(void *arg, int ready)
+{
+    ka_ledger_t *l = arg;
+    (void)ready;
+    if (l->phase == PH_AWAIT_TOPIC)
+        append_heartbeat(l);
+}
+
+/* The topic exists: opens the producer's handle of it, waits until its broker shows it with a
+ * leader, then appends a heartbeat. */
 static void learn_clock(ka_ledger_t *l)
+{
+    if (l->ptopic == NULL &&
+        (l->ptopic = rd_kafka_topic_new(ka_rdk_handle(l->producer), l->topic, NULL)) == NULL) {
+        ka_ledger_retry_later(l, "learn the ledger's clock", "cannot open the topic");
+        return;
+    }
+    l->phase = PH_AWAIT_TOPIC;
+    if (ka_rdk_topic_await(l->producer, l->topic, AWAIT_TOPIC_MS, topic_visible_cb, l) < 0)
+        append_heartbeat(l);
+}
+
+/* Appends a heartbeat; its delivery report anchors the ledger's clock, then the lookup. */
+static void append_heartbeat(ka_ledger_t *l)
 {
     char *json = NULL;
     size_t len = 0;
@@ -201,44 +231,35 @@ void ka_ledger_advance(ka_ledger_t *l)
         create_topic(l);
 }
 
+/* Longest list of settings a ledger handle takes: kadmit's, then the message timeout. */
+#define HANDLE_PROPS_MAX 48
+
 static int new_handle(ka_ledger_t *l, const ka_ledger_config_t *cfg, enum ka_rdk_role role,
                       ka_rdk_t **out, char *err, size_t errlen)
 {
     char client_id[KA_LEDGER_SIDECAR_MAX + 32], timeout[32];
+    const char *props[HANDLE_PROPS_MAX + 3];
+    size_t n = 0;
     snprintf(client_id, sizeof(client_id), "kadmit-ledger-%s", cfg->sidecar_id);
     snprintf(timeout, sizeof(timeout), "%" PRId64, cfg->timeout_ms);
-    /* Reconnect fast: a decision waits on this connection. */
-    const char *const producer[] = {"enable.idempotence",
-                                    "true",
-                                    "acks",
-                                    "all",
-                                    "linger.ms",
-                                    "0",
-                                    "message.timeout.ms",
-                                    timeout,
-                                    "retry.backoff.ms",
-                                    "50",
-                                    "reconnect.backoff.ms",
-                                    "50",
-                                    "reconnect.backoff.max.ms",
-                                    "1000",
-                                    NULL};
-    const char *const consumer[] = {"fetch.wait.max.ms",
-                                    "10",
-                                    "fetch.error.backoff.ms",
-                                    "50",
-                                    "enable.partition.eof",
-                                    "false",
-                                    "reconnect.backoff.ms",
-                                    "50",
-                                    "reconnect.backoff.max.ms",
-                                    "1000",
-                                    NULL};
+    /* kadmit's settings for the ledger's clients (ka_rdk_side.c); a record not
+     * acknowledged within --ledger-timeout-ms fails like its intent. */
+    for (const char *const *p = ka_rdk_side_props(
+             role == KA_RDK_PRODUCER ? KA_RDK_USE_LEDGER_PRODUCER : KA_RDK_USE_LEDGER_CONSUMER);
+         *p != NULL && n + 2 <= HANDLE_PROPS_MAX; p += 2) {
+        props[n++] = p[0];
+        props[n++] = p[1];
+    }
+    if (role == KA_RDK_PRODUCER) {
+        props[n++] = "message.timeout.ms";
+        props[n++] = timeout;
+    }
+    props[n] = NULL;
     ka_rdk_settings_t s = {.role = role,
                            .bootstrap = cfg->bootstrap,
                            .client_id = client_id,
                            .security = cfg->security,
-                           .props = role == KA_RDK_PRODUCER ? producer : consumer};
+                           .props = props};
     return ka_rdk_new(l->loop, &s, ka_ledger_event_cb, l, out, err, errlen);
 }
 
@@ -270,16 +291,16 @@ int ka_ledger_start(uv_loop_t *loop, const ka_ledger_config_t *cfg, ka_reservati
         free(l);
         return rc;
     }
+    /* The producer's topic handle is opened once the topic exists (learn_clock): opening it
+     * asks for its metadata at once, where a handle of a topic not there yet waits for
+     * librdkafka's once-a-second scan of unknown topics after it is created. */
     if ((rc = new_handle(l, cfg, KA_RDK_PRODUCER, &l->producer, err, errlen)) < 0 ||
-        (rc = new_handle(l, cfg, KA_RDK_CONSUMER, &l->consumer, err, errlen)) < 0 ||
-        (l->ptopic = rd_kafka_topic_new(ka_rdk_handle(l->producer), l->topic, NULL)) == NULL) {
-        if (rc == 0)
-            snprintf(err, errlen, "cannot open the ledger topic %s", l->topic);
+        (rc = new_handle(l, cfg, KA_RDK_CONSUMER, &l->consumer, err, errlen)) < 0) {
         ka_rdk_close(l->producer);
         ka_rdk_close(l->consumer);
         ka_ledger_state_free(l->state);
         free(l);
-        return rc < 0 ? rc : KA_EINVALID;
+        return rc;
     }
     uv_timer_init(loop, &l->tick);
     l->tick.data = l;
