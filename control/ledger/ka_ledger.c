@@ -96,6 +96,10 @@ int ka_ledger_produce(ka_ledger_t *l, char *json, size_t len, uint64_t opaque_se
     rd_kafka_resp_err_t e;
     size_t klen = strlen(l->sidecar);
 
+    if (l->ptopic == NULL) { /* the topic is not known to exist yet: nothing can be written */
+        free(json);
+        return KA_EINVALID;
+    }
     if (!ka_own_key_set(&l->key)) {
         e = rd_kafka_producev(ka_rdk_handle(l->producer), RD_KAFKA_V_RKT(l->ptopic),
                               RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_KEY(l->sidecar, klen),
@@ -303,6 +307,10 @@ static void write_held(ka_ledger_t *l)
             return;
         char *json = first->held;
         first->held = NULL;
+        /* Written now: it has --ledger-timeout-ms to be read back, however long it was held. */
+        int64_t back_by = ka_ledger_loop_ms(l) + l->timeout_ms;
+        if (first->deadline_ms < back_by)
+            first->deadline_ms = back_by;
         if (ka_ledger_produce(l, json, first->held_len, first->seq) < 0)
             first->deadline_ms = 0;
     }
@@ -321,7 +329,10 @@ void ka_ledger_tick_cb(uv_timer_t *t)
             continue;
         }
         *pp = p->next;
-        fail_pending(l, p, "not read back within --ledger-timeout-ms");
+        fail_pending(l, p,
+                     p->held != NULL ? "held unwritten for as long as its request may wait: the "
+                                       "ledger (or the limits) not read yet"
+                                     : "not read back within --ledger-timeout-ms");
     }
     if (l->phase == PH_CLOCK && now >= l->retry_at_ms)
         ka_ledger_retry_later(l, "learn the ledger's clock",
@@ -355,8 +366,8 @@ static int own_topic(const ka_ledger_t *l, ka_slice_t name)
     return len >= sizeof(prefix) - 1 && memcmp(name.ptr, prefix, sizeof(prefix) - 1) == 0;
 }
 
-int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_ledger_intent_cb cb,
-                            void *arg, uint64_t *seq)
+int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, int64_t hold_ms,
+                            ka_ledger_intent_cb cb, void *arg, uint64_t *seq)
 {
     if (l == NULL || n == 0 || n > KA_LEDGER_ITEMS_MAX)
         return KA_EINVALID;
@@ -404,7 +415,9 @@ int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_le
     p->cb = cb;
     p->arg = arg;
     p->started_ms = ka_ledger_loop_ms(l);
-    p->deadline_ms = p->started_ms + l->timeout_ms;
+    /* A held intent waits as long as its request may (a sidecar starting: the request's own
+     * timeout, capped); a written one has --ledger-timeout-ms to come back. */
+    p->deadline_ms = p->started_ms + (hold && hold_ms > l->timeout_ms ? hold_ms : l->timeout_ms);
     p->next = l->pending;
     l->pending = p;
     *seq = p->seq;
@@ -450,7 +463,8 @@ void ka_ledger_stop(ka_ledger_t *l)
             rd_kafka_consume_stop(l->ctopic, 0);
         rd_kafka_topic_destroy(l->ctopic);
     }
-    rd_kafka_topic_destroy(l->ptopic);
+    if (l->ptopic != NULL)
+        rd_kafka_topic_destroy(l->ptopic);
     ka_rdk_close(l->producer);
     ka_rdk_close(l->consumer);
     while (l->pending != NULL) {
