@@ -13,7 +13,7 @@ limits_ms, since the sidecar's first log line). With several runs it ends with t
 fails (exit 1) on a sidecar that never gets ready within 60 s.
 
   KADMIT_TEST_PORT_BASE=3000 python3 bench/cold_start.py [--brokers 1,3] [--runs 2] [--bin build/kadmit]
-      [--early-at 1.0] [--json OUT]
+      [--early-at 1.0] [--json OUT] [--offset 700]
 """
 import argparse
 import datetime
@@ -70,7 +70,7 @@ def profile(log: Path) -> dict:
     return out
 
 
-def one_run(brokers: int, binary: Path, base: int, early_at: float) -> dict:
+def one_run(brokers: int, binary: Path, base: int, early_at: float, extra: list[str]) -> dict:
     d = Path(tempfile.mkdtemp(prefix="kadmit-cold-"))
     c = kc.KafkaCluster(d, brokers=brokers, port_base_=base)
     sc = kc.Sidecars(c, binary)
@@ -83,7 +83,7 @@ def one_run(brokers: int, binary: Path, base: int, early_at: float) -> dict:
         for s in sc.items:
             s.proc.spawn([str(s.binary), "--listen", s.listen, "--upstream", s.upstream,
                           "--admin", s.admin, "--policy", str(policy), "--ledger", "on",
-                          "--sidecar-id", f"cold-{s.node.id}", "--log-level", "info"])
+                          "--sidecar-id", f"cold-{s.node.id}", "--log-level", "info", *extra])
 
         def create_early() -> None:
             time.sleep(max(0.0, t0 + early_at - time.monotonic()))
@@ -124,12 +124,17 @@ def main() -> int:
     ap.add_argument("--early-at", type=float, default=1.0,
                     help="seconds after the start at which the early create is sent")
     ap.add_argument("--json", help="also write every run and the medians here")
+    ap.add_argument("--kadmit-arg", action="append", default=[],
+                    help="one more kadmit argument (repeat it), e.g. --kadmit-arg=--ledger-properties")
+    ap.add_argument("--offset", type=int, default=700,
+                    help="the cluster's ports: KADMIT_TEST_PORT_BASE plus this")
     args = ap.parse_args()
     results = []
     counts = [int(x) for x in args.brokers.split(",")]
     for n in counts:
         for _ in range(args.runs):
-            r = one_run(n, Path(args.bin), kc.port_base() + 700, args.early_at)
+            r = one_run(n, Path(args.bin), kc.port_base() + args.offset, args.early_at,
+                        args.kadmit_arg)
             print(json.dumps(r), flush=True)
             results.append(r)
     medians = {}
