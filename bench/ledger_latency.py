@@ -204,7 +204,10 @@ def measure(n: int, warmup: int) -> dict:
         with ThreadPoolExecutor(max(1, len(procs))) as ex:
             list(ex.map(lambda t: t[0].stop(10), procs))
         c.stop()
-        shutil.rmtree(d, ignore_errors=True)
+        if sys.exc_info()[0] is None:
+            shutil.rmtree(d, ignore_errors=True)
+        else:  # the sidecars' and brokers' logs say why
+            print(f"ledger bench failed: its directory is kept: {d}", file=sys.stderr)
 
 
 def summarize(res: dict) -> dict:

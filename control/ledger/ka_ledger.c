@@ -80,6 +80,22 @@ void ka_ledger_set_connected(ka_ledger_t *l, int up)
     l->m->ledger_connected = (uint64_t)up;
 }
 
+/*
+ * Every broker is down before the ledger was first read: the ledger is unreachable, not
+ * starting, so held intents get --ledger-timeout-ms, no more. A step that fails while the
+ * brokers answer (the first acks=all append of a topic just created can outlast
+ * --ledger-timeout-ms) is a start still under way: it is retried, and the holds keep waiting.
+ */
+static void note_start_failed(ka_ledger_t *l)
+{
+    if (l->step_ms[KA_LEDGER_STEP_READING] != 0)
+        return; /* read once: holds now only wait for the limits */
+    l->start_failed = 1;
+    for (pending_t *p = l->pending; p != NULL; p = p->next)
+        if (p->held != NULL && p->deadline_ms > p->started_ms + l->timeout_ms)
+            p->deadline_ms = p->started_ms + l->timeout_ms;
+}
+
 void ka_ledger_retry_later(ka_ledger_t *l, const char *what, const char *why)
 {
     ka_log(KA_LOG_WARN, "ledger setup failed, retrying", KA_KS("step", what),
@@ -281,8 +297,10 @@ void ka_ledger_event_cb(void *arg, ka_rdk_t *rdk, rd_kafka_event_t *ev)
             ka_ledger_on_created(l, ev);
         break;
     case RD_KAFKA_EVENT_ERROR:
-        if (rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+        if (rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
             ka_ledger_set_connected(l, 0);
+            note_start_failed(l);
+        }
         break;
     default:
         break;
@@ -416,8 +434,11 @@ int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, int64
     p->arg = arg;
     p->started_ms = ka_ledger_loop_ms(l);
     /* A held intent waits as long as its request may (a sidecar starting: the request's own
-     * timeout, capped); a written one has --ledger-timeout-ms to come back. */
-    p->deadline_ms = p->started_ms + (hold && hold_ms > l->timeout_ms ? hold_ms : l->timeout_ms);
+     * timeout, capped), unless the start-up already failed (the ledger is unreachable: fail
+     * closed); a written one has --ledger-timeout-ms to come back. */
+    p->deadline_ms =
+        p->started_ms +
+        (hold && !l->start_failed && hold_ms > l->timeout_ms ? hold_ms : l->timeout_ms);
     p->next = l->pending;
     l->pending = p;
     *seq = p->seq;

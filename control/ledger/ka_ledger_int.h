@@ -83,7 +83,11 @@ struct ka_ledger {
     int clock_known;
     int64_t clock_offset_ms;
     int create_time_warned; /* the topic stores CreateTime: said once */
-    lookup_t *lookup;       /* in flight on the pool */
+    /* Every broker was down before the ledger was first read: the ledger is unreachable,
+     * not starting, so held intents fail at --ledger-timeout-ms (fail closed) instead of
+     * waiting as long as their requests may. */
+    int start_failed;
+    lookup_t *lookup; /* in flight on the pool */
     pending_t *pending;
     uint64_t next_seq;
     ka_own_key_t key;   /* the cluster secret (borrowed), or none */

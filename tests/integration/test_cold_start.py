@@ -1,14 +1,18 @@
 """A sidecar useful from its first second: creates that arrive before its ledger is read (a fresh
 cluster, sidecars just started) wait for it and are judged, not refused.
 
-- On a fresh 3-broker cluster whose sidecars start at once with `--ledger on`, a create sent
-  0.5 s after the start is admitted, and one too big for the limit is refused with 88 and the
-  limit's message (not with "the ledger did not answer").
-- The wait is the request's own timeout_ms, at least --ledger-timeout-ms and at most
-  --held-request-timeout-ms: against a sidecar whose ledger can never be read (its bootstrap
-  address has no listener), a create asking for 1.5 s is refused after about 1.5 s although
-  --ledger-timeout-ms is 300, one asking for 60 s after the 4 s cap, and one asking for 0 (what
-  librdkafka's clients send unless told) after 300 ms.
+- On a fresh 3-broker cluster whose sidecars start at once with `--ledger on` and
+  `--ledger-timeout-ms 2000`, a create sent 0.5 s after the start is admitted, and one too big
+  for the limit is refused with 88 and the limit's message (not with "the ledger did not
+  answer"). The ledger often takes longer than that to be ready there (the topic's creation,
+  then its first acks=all append, whose followers start fetching late), and a create held past
+  --ledger-timeout-ms is still admitted: the wait is the request's own timeout_ms (30 s here).
+- A ledger that cannot be reached at all is not a sidecar starting: a create that asks for 60 s
+  is refused after about --ledger-timeout-ms, with the message that the ledger did not answer
+  (fail closed, as before).
+
+The cap (--held-request-timeout-ms) and the floor of the wait are unit-tested
+(test_admission_seams: test_wait_for_the_ledger_is_the_request_timeout_capped).
 
 Uses its own clusters, on ports offset by $KADMIT_TEST_PORT_BASE (+580 and +620); $KADMIT_BIN
 selects the binary.
@@ -36,6 +40,7 @@ from kafka_cluster import (KafkaCluster, Sidecars, kadmit_bin, own_cluster,  # n
                            port_base, port_open, tail)
 
 LIMIT = 1000
+LEDGER_TIMEOUT_MS = 2000
 LIMIT_MESSAGE = "without exceeding the max.broker.partitions limit"
 
 
@@ -86,7 +91,7 @@ def test_creates_at_half_a_second_are_judged_not_refused(request):
         c.start()
         t0 = time.monotonic()
         for s in sc.items:
-            spawn(s, policy)
+            spawn(s, policy, "--ledger-timeout-ms", str(LEDGER_TIMEOUT_MS))
         first = sc.items[0]
         while not port_open(first.node.sidecar_port):
             assert first.proc.alive(), tail(first.log)
@@ -114,50 +119,29 @@ def test_creates_at_half_a_second_are_judged_not_refused(request):
         assert msg is not None and LIMIT_MESSAGE in msg, msg
         assert "did not answer" not in msg
         sidecar_log = first.log.read_text(errors="replace")
-        if not ready_before:
-            # It arrived before the ledger was read: it was held until then, then judged.
-            assert "ledger reading" in sidecar_log
+        assert "ledger reading" in sidecar_log
+        # Held longer than --ledger-timeout-ms and still admitted: the wait was its own.
+        held_long = not ready_before and took > LEDGER_TIMEOUT_MS / 1000
         sys.stderr.write(f"\ncold start: sent at +0.5 s, ready before: {ready_before}, "
-                         f"admitted after {took:.2f} s, too big refused after {took_big:.2f} s\n")
+                         f"admitted after {took:.2f} s (held past --ledger-timeout-ms: "
+                         f"{held_long}), too big refused after {took_big:.2f} s\n")
 
 
-def test_the_wait_is_the_request_timeout_capped(request):
+def test_an_unreachable_ledger_still_fails_closed_at_the_ledger_timeout(request):
     d, c, sc, policy = fresh(request, 620, 1)
     with own_cluster(d, c, sc, "cold start, ledger unreachable", request):
         c.start()
         s = sc.items[0]
-        # Nothing listens there, so the ledger is never read: a held create waits it out.
+        # Nothing listens there, so the ledger is never reached: not a sidecar starting.
         dead = f"127.0.0.1:{port_base() + 620 + 3}"
         assert not port_open(int(dead.rsplit(":", 1)[1]))
-        spawn(s, policy, "--ledger-bootstrap", dead, "--ledger-timeout-ms", "300",
-              "--held-request-timeout-ms", "4000")
+        spawn(s, policy, "--ledger-bootstrap", dead, "--ledger-timeout-ms", "500")
         deadline = time.monotonic() + 15
         while not port_open(s.node.sidecar_port):
             assert s.proc.alive(), tail(s.log)
             assert time.monotonic() < deadline, "sidecar not listening"
             time.sleep(0.05)
-        results: dict[str, tuple] = {}
-
-        def send(name: str, timeout_ms: int, cid: int) -> None:
-            results[name] = create(s.node.sidecar_port, name, 1, 1, timeout_ms, cid)
-
-        threads = [threading.Thread(target=send, args=("cold-own", 1500, 1)),
-                   threading.Thread(target=send, args=("cold-capped", 60000, 2)),
-                   threading.Thread(target=send, args=("cold-zero", 0, 3))]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join(60)
-        assert set(results) == {"cold-own", "cold-capped", "cold-zero"}, results
-        for name, (code, msg, took) in results.items():
-            assert code != 0, (name, msg)
-            assert msg is not None and "did not answer" in msg, (name, msg)
-        # Its own 1.5 s, not --ledger-timeout-ms (300 ms)...
-        _, msg, took = results["cold-own"]
-        assert 1.4 <= took < 3.5, (took, msg)
-        # ... 60 s capped at --held-request-timeout-ms (4 s) ...
-        _, msg, took = results["cold-capped"]
-        assert 3.9 <= took < 6.5, (took, msg)
-        # ... and 0 (librdkafka's default) raised to --ledger-timeout-ms.
-        _, msg, took = results["cold-zero"]
-        assert 0.25 <= took < 1.3, (took, msg)
+        time.sleep(1.0)  # librdkafka has found no broker up by now
+        code, msg, took = create(s.node.sidecar_port, "cold-unreachable", 1, 1, 60000, 1)
+        assert code != 0 and msg is not None and "did not answer" in msg, (code, msg)
+        assert took < 0.5 + 4, (took, msg)  # --ledger-timeout-ms, not the request's 60 s
