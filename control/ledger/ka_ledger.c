@@ -32,7 +32,9 @@
  * thought older than it is. Before reading, the client appends a heartbeat
  * and waits for its delivery report, which anchors the clock, so the start
  * offset is looked up on the ledger's clock too. A sidecar whose wall clock
- * is off therefore still counts every live intent. On a ledger topic that
+ * is off therefore still counts every live intent. An empty ledger (a fresh
+ * cluster) needs no clock to find where to start: it is read from its end at
+ * once, and every record read anchors the clock before it is applied. On a ledger topic that
  * stores CreateTime (made by an older kadmit), the writers' clocks stand in,
  * and a warning says so.
  */

@@ -60,7 +60,11 @@ typedef struct lookup {
     ka_ledger_t *l;
     char topic[KA_LEDGER_TOPIC_MAX + 1];
     int64_t since_ms; /* wall clock: the oldest record that can still count */
-    int64_t offset;   /* result */
+    /* Only the ends: an empty ledger is read from its end at once, with no clock needed
+     * (every record read anchors the clock before it is applied). */
+    int ends_only;
+    int empty;      /* result of an ends-only lookup: no record retained */
+    int64_t offset; /* result */
     char err[256];
 } lookup_t;
 

@@ -22,6 +22,7 @@
 #define AWAIT_TOPIC_MS 3000
 
 static void learn_clock(ka_ledger_t *l);
+static void append_heartbeat(ka_ledger_t *l);
 
 void ka_ledger_mark(ka_ledger_t *l, enum ka_ledger_step step)
 {
@@ -106,6 +107,11 @@ static void lookup_run(ka_rdk_work_t *w, rd_kafka_t *rk)
         snprintf(k->err, sizeof(k->err), "end offset: %s", rd_kafka_err2str(e));
         return;
     }
+    if (k->ends_only) {
+        k->empty = low >= high;
+        k->offset = high;
+        return;
+    }
     rd_kafka_topic_partition_list_t *pl = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(pl, k->topic, 0)->offset = k->since_ms;
     e = rd_kafka_offsets_for_times(rk, pl, LOOKUP_TIMEOUT_MS);
@@ -130,6 +136,11 @@ static void lookup_done(ka_rdk_work_t *w, int closed)
     if (k->err[0] != '\0') {
         ka_ledger_retry_later(l, "find the start offset", k->err);
         free(k);
+        return;
+    }
+    if (k->ends_only && !k->empty) { /* records to judge by age: learn the clock first */
+        free(k);
+        append_heartbeat(l);
         return;
     }
     rd_kafka_topic_conf_t *tconf = rd_kafka_topic_conf_new();
@@ -159,7 +170,7 @@ static void lookup_done(ka_rdk_work_t *w, int closed)
     free(k);
 }
 
-void ka_ledger_start_lookup(ka_ledger_t *l)
+static void start_lookup_of(ka_ledger_t *l, int ends_only)
 {
     lookup_t *k = calloc(1, sizeof(*k));
     if (k == NULL) {
@@ -171,6 +182,7 @@ void ka_ledger_start_lookup(ka_ledger_t *l)
     k->l = l;
     snprintf(k->topic, sizeof(k->topic), "%s", l->topic);
     k->since_ms = ka_ledger_now(l) - l->ttl_ms;
+    k->ends_only = ends_only;
     if (ka_rdk_blocking_run(l->consumer, &k->w) < 0) {
         free(k);
         ka_ledger_retry_later(l, "find the start offset", "cannot queue the lookup");
@@ -180,19 +192,32 @@ void ka_ledger_start_lookup(ka_ledger_t *l)
     l->phase = PH_LOOKUP;
 }
 
-static void append_heartbeat(ka_ledger_t *l);
+void ka_ledger_start_lookup(ka_ledger_t *l)
+{
+    start_lookup_of(l, 0);
+}
 
 /* The producer's broker shows the topic (or the wait ran out: librdkafka finds it itself). */
+static void start_lookup_of(ka_ledger_t *l, int ends_only);
+
+/*
+ * The producer's broker shows the topic (or the wait ran out: librdkafka finds it itself).
+ * An empty ledger (a fresh cluster) is read from its end at once: no record is there to be
+ * judged by its age, so the heartbeat that anchors the clock is not waited for (on a topic
+ * just created, its acks=all append waits for the followers to start fetching). Otherwise
+ * the heartbeat comes first.
+ */
 static void topic_visible_cb(void *arg, int ready)
 {
     ka_ledger_t *l = arg;
     (void)ready;
     if (l->phase == PH_AWAIT_TOPIC)
-        append_heartbeat(l);
+        start_lookup_of(l, 1);
 }
 
 /* The topic exists: opens the producer's handle of it, waits until its broker shows it with a
- * leader, then appends a heartbeat. */
+ * leader, then looks up its ends (an empty ledger is read at once; otherwise a heartbeat
+ * anchors the clock first). */
 static void learn_clock(ka_ledger_t *l)
 {
     if (l->ptopic == NULL &&
@@ -202,7 +227,7 @@ static void learn_clock(ka_ledger_t *l)
     }
     l->phase = PH_AWAIT_TOPIC;
     if (ka_rdk_topic_await(l->producer, l->topic, AWAIT_TOPIC_MS, topic_visible_cb, l) < 0)
-        append_heartbeat(l);
+        start_lookup_of(l, 1);
 }
 
 /* Appends a heartbeat; its delivery report anchors the ledger's clock, then the lookup. */
