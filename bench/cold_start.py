@@ -19,6 +19,7 @@ import argparse
 import datetime
 import json
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -114,6 +115,10 @@ def one_run(brokers: int, binary: Path, base: int, early_at: float, extra: list[
         for s in sc.items:
             s.proc.stop()
         c.stop()
+        if sys.exc_info()[0] is None:
+            shutil.rmtree(d, ignore_errors=True)
+        else:  # the sidecars' and brokers' logs say why
+            print(f"cold start run failed: its directory is kept: {d}", file=sys.stderr)
 
 
 def main() -> int:
