@@ -286,6 +286,26 @@ bool ka_adm_req_only_own_topics(const ka_adm_req_t *req)
     return req->judged;
 }
 
+int64_t ka_adm_req_wait_ms(const ka_adm_req_t *req, int64_t floor_ms, int64_t cap_ms)
+{
+    int64_t own = -1; /* Metadata and the rest carry no timeout */
+    switch (req->desc->api) {
+    case KA_ADM_CREATE_TOPICS:
+        own = ((const struct ka_createtopics_request *)req->msg)->timeout_ms;
+        break;
+    case KA_ADM_CREATE_PARTITIONS:
+        own = ((const struct ka_createpartitions_request *)req->msg)->timeout_ms;
+        break;
+    case KA_ADM_REASSIGN:
+        own = ((const struct ka_alterpartitionreassignments_request *)req->msg)->timeout_ms;
+        break;
+    default:
+        break;
+    }
+    int64_t wait = own > floor_ms ? own : floor_ms;
+    return cap_ms > 0 && wait > cap_ms ? cap_ms : wait;
+}
+
 void ka_adm_req_wait(ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
 {
     if (req->verdicts != NULL)

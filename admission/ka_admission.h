@@ -220,6 +220,13 @@ int ka_adm_own_topics_setup(const char *ledger_topic, const char *limits_topic);
 bool ka_adm_req_any_rejected(const ka_adm_req_t *req);
 /* True when every item of a judged request that reserved names one of kadmit's own topics. */
 bool ka_adm_req_only_own_topics(const ka_adm_req_t *req);
+/*
+ * How long a request may wait for kadmit's ledger (a sidecar starting) before it is judged
+ * anyway: its own timeout_ms (CreateTopics, CreatePartitions, AlterPartitionReassignments),
+ * never less than floor_ms (librdkafka's clients send 0 unless told otherwise; Metadata has
+ * none) and never more than cap_ms (when positive).
+ */
+int64_t ka_adm_req_wait_ms(const ka_adm_req_t *req, int64_t floor_ms, int64_t cap_ms);
 /* Forgets the verdicts (giving back what they reserved): ka_adm_finish then says WAIT, and
  * the request is judged again after the next refresh. */
 void ka_adm_req_wait(ka_adm_req_t *req, const ka_adm_ctx_t *ctx);

@@ -180,6 +180,9 @@ static const metric_row_t rows[] = {
     ROW("own_topic_reassignments_total", own_topic_reassignments, "counter",
         "Reassignments this sidecar sent to raise a kadmit topic's replication to min(3, "
         "brokers)."),
+    ROW("ledger_ready_milliseconds", ledger_ready_ms, "gauge",
+        "From the ledger client's start to reading the ledger (0 until it does): how long a "
+        "starting sidecar made creates wait."),
     LROW("own_records_refused_total", "topic=\"ledger\",reason=\"unsigned\"",
          own_refused_ledger_unsigned, "counter",
          "Records of kadmit's own topics read back and refused, changing nothing: unsigned or "

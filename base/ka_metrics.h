@@ -146,6 +146,7 @@ typedef struct ka_metrics {
     int64_t ledger_producer_last_error_unix_ms;
     char ledger_topic_state[200];
     char limits_topic_state[200];
+    uint64_t ledger_ready_ms; /* gauge: from the ledger client's start to reading (0: not yet) */
     /* kadmit's own records read back and refused (control/kclient/ka_own_mac.h): by
      * topic and reason. Unsigned or bad MAC: not written by a sidecar of this
      * cluster; replayed: a ledger intent whose sidecar already used its seq;

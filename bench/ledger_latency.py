@@ -10,8 +10,12 @@ broker's sidecars. One connection per path and broker stays open, as a client's 
 time is from sending the request to reading its answer. The first WARMUP rounds are reported
 apart from the steady state.
 
-    KADMIT_BIN=build/kadmit KADMIT_TEST_PORT_BASE=0 N=200 WARMUP=20 \\
+    KADMIT_BIN=build/kadmit KADMIT_TEST_PORT_BASE=0 N=200 WARMUP=20 REPEAT=1 \\
         python3 bench/ledger_latency.py [--json OUT.json]
+
+Any error answer (its time is never counted as a latency) or a sidecar that died fails the run
+(exit 1). REPEAT runs the whole measurement that many times, each on a fresh cluster, and ends
+with the medians of the rounds' ledger on - ledger off differences.
 
 Ports: the harness's, plus KADMIT_TEST_PORT_BASE + 370; the ledger-off sidecars listen 100
 above the ledger-on ones (listener and admin port).
@@ -123,6 +127,23 @@ def wait_ready(procs: list[tuple], timeout: float = 60.0) -> None:
             time.sleep(0.2)
 
 
+def ledger_round_trip_ms(procs: list[tuple]) -> float | None:
+    """The ledger-on sidecars' own mean intent round trip (append to read back, warmup included),
+    from kadmit_ledger_round_trip_seconds: the ledger's cost without the broker's CreateTopics."""
+    import urllib.request
+    total, count = 0.0, 0.0
+    for proc, _, admin in procs:
+        if "-on-" not in proc.name:
+            continue
+        with urllib.request.urlopen(f"http://{kc.HOST}:{admin}/metrics", timeout=5) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith("kadmit_ledger_round_trip_seconds_sum "):
+                    total += float(line.split()[1])
+                elif line.startswith("kadmit_ledger_round_trip_seconds_count "):
+                    count += float(line.split()[1])
+    return 1000 * total / count if count else None
+
+
 def pct(xs: list[float], q: float) -> float:
     """The q-quantile (0..1) by nearest rank, in milliseconds."""
     s = sorted(xs)
@@ -156,6 +177,7 @@ def measure(n: int, warmup: int) -> dict:
                 time.sleep(0.5)
         times: dict[str, list[float]] = {p: [] for p in PATHS}
         errors: dict[str, int] = {p: 0 for p in PATHS}
+        problems: list[str] = []
         stamp = time.strftime("%H%M%S")
         t0 = time.monotonic()
         for r in range(n):
@@ -165,19 +187,27 @@ def measure(n: int, warmup: int) -> dict:
                 topic = f"bench-ledger-{stamp}-{path.replace(' ', '-')}-{r}"
                 elapsed, code = wires[(path, node)].create(topic)
                 if code != 0:
+                    # An error's time is not a latency of an admitted create: it is never
+                    # counted, and any error fails the run.
                     errors[path] += 1
+                    problems.append(f"{path} round {r}: CreateTopics error {code}")
+                    continue
                 times[path].append(elapsed)
         wall = time.monotonic() - t0
-        problems = [f"{p.name} died" for p, _, _ in procs if not p.alive()]
+        problems += [f"{p.name} died" for p, _, _ in procs if not p.alive()]
         return {"n": n, "warmup": warmup, "wall_s": wall, "errors": errors, "problems": problems,
-                "load": os.getloadavg(), "times_s": times}
+                "load": os.getloadavg(), "times_s": times,
+                "round_trip_ms": ledger_round_trip_ms(procs)}
     finally:
         for w in wires.values():
             w.close()
         with ThreadPoolExecutor(max(1, len(procs))) as ex:
             list(ex.map(lambda t: t[0].stop(10), procs))
         c.stop()
-        shutil.rmtree(d, ignore_errors=True)
+        if sys.exc_info()[0] is None:
+            shutil.rmtree(d, ignore_errors=True)
+        else:  # the sidecars' and brokers' logs say why
+            print(f"ledger bench failed: its directory is kept: {d}", file=sys.stderr)
 
 
 def summarize(res: dict) -> dict:
@@ -205,6 +235,9 @@ def markdown(res: dict, summary: dict) -> str:
         wp99 = f"{s['warmup_p99_ms']:.1f}" if s["warmup_p99_ms"] is not None else "-"
         lines.append(f"| {path} | {wp50} | {wp99} | {s['p50_ms']:.1f} | {s['p99_ms']:.1f} | "
                      f"{s['errors']} |")
+    if res.get("round_trip_ms") is not None:
+        lines += ["", f"The ledger-on sidecars' own mean intent round trip (append to read back, "
+                      f"kadmit_ledger_round_trip_seconds): {res['round_trip_ms']:.1f} ms"]
     lines += ["", "| steady state | p50 | p99 |", "|---|---:|---:|",
               f"| ledger on - ledger off (ms) | {on['p50_ms'] - off['p50_ms']:+.1f} | "
               f"{on['p99_ms'] - off['p99_ms']:+.1f} |",
@@ -220,6 +253,7 @@ def run(n: int, warmup: int) -> dict:
     res = measure(n, warmup)
     summary = summarize(res)
     return {"params": {"n": n, "warmup": warmup}, "summary": summary, "wall_s": res["wall_s"],
+            "round_trip_ms": res.get("round_trip_ms"),
             "load": res["load"], "problems": res["problems"], "markdown": markdown(res, summary),
             "times_s": res["times_s"]}
 
@@ -230,13 +264,24 @@ def main() -> int:
     args = ap.parse_args()
     n = int(os.environ.get("N", "200"))
     warmup = int(os.environ.get("WARMUP", "20"))
-    out = run(n, warmup)
-    print(out["markdown"])
+    repeat = int(os.environ.get("REPEAT", "1"))
+    outs = []
+    for _ in range(repeat):  # each on a fresh cluster; the medians of the rounds end the output
+        out = run(n, warmup)
+        print(out["markdown"], flush=True)
+        for p in out["problems"]:
+            print(p, file=sys.stderr)
+        outs.append(out)
+    deltas = {k: statistics.median(o["summary"]["ledger on"][k] - o["summary"]["ledger off"][k]
+                                   for o in outs) for k in ("p50_ms", "p99_ms")}
+    if repeat > 1:
+        print(f"\nmedian over {repeat} rounds, ledger on - ledger off: "
+              f"p50 {deltas['p50_ms']:+.1f} ms, p99 {deltas['p99_ms']:+.1f} ms")
     if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1))
-    for p in out["problems"]:
-        print(p, file=sys.stderr)
-    return 1 if out["problems"] else 0
+        Path(args.json).write_text(json.dumps({"rounds": outs, "median_delta_ms": deltas},
+                                              indent=1))
+    # Any error, or a sidecar that died, fails the run: its figures are not a clean measurement.
+    return 1 if any(o["problems"] for o in outs) else 0
 
 
 if __name__ == "__main__":

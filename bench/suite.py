@@ -996,6 +996,8 @@ def main() -> int:
         if "ledger" in parts and p["BENCH_LEDGER_CREATES"] > 0:
             import ledger_latency
             res["ledger"] = ledger_latency.run(p["BENCH_LEDGER_CREATES"], p["BENCH_LEDGER_WARMUP"])
+            if res["ledger"]["problems"]:  # an error or a dead sidecar: not a clean measurement
+                raise RuntimeError("ledger part failed: " + "; ".join(res["ledger"]["problems"][:5]))
     finally:
         if args.merge and res.get("sessions"):
             res["sessions"][-1] |= {"load_end": load_triplet(), "wall_s": time.monotonic() - t0}

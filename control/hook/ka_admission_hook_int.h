@@ -36,6 +36,7 @@ typedef struct ledger_wait {
     enum ka_ledger_status status;
     uint64_t order;
     uint64_t started_ns; /* uv_hrtime() of phase 1: the decision-latency histogram's start */
+    int64_t wait_ms;     /* how long it may wait for the ledger (ka_adm_req_wait_ms) */
 } ledger_wait_t;
 
 /* What a forwarded request keeps until its response. */
@@ -90,9 +91,9 @@ void ka_adm_ledger_write_outcome(ka_admission_t *a, uint64_t seq, const ka_ledge
 void ka_adm_ledger_wait_free(ka_admission_t *a, ledger_wait_t *w);
 /* Forgets woken waits whose connection went away. */
 void ka_adm_ledger_sweep_waits(ka_admission_t *a, int64_t now);
-/* Every admitted item refused: the ledger (or the limits) did not answer in time. */
-void ka_adm_ledger_reject_unavailable(ka_admission_t *a, ka_adm_req_t *req,
-                                      const ka_adm_ctx_t *ctx);
+/* Every admitted item refused: the ledger (or the limits) did not answer within waited_ms. */
+void ka_adm_ledger_reject_unavailable(ka_admission_t *a, ka_adm_req_t *req, const ka_adm_ctx_t *ctx,
+                                      int64_t waited_ms);
 /* Phase 1: 1 when the request now waits for its intent (v says DEFER), 0 when *o is final. */
 int ka_adm_ledger_phase1(ka_admission_t *a, const uint8_t *frame, size_t len, ka_adm_ctx_t *ctx,
                          ka_adm_outcome_t *o, int *rc);

@@ -87,16 +87,16 @@ static void ledger_cb(void *arg, enum ka_ledger_status status, uint64_t order)
         w->wake(w->arg);
 }
 
-void ka_adm_ledger_reject_unavailable(ka_admission_t *a, ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
+void ka_adm_ledger_reject_unavailable(ka_admission_t *a, ka_adm_req_t *req, const ka_adm_ctx_t *ctx,
+                                      int64_t waited_ms)
 {
     char msg[900];
     if (ka_ledger_usable(a->ledger_client) && !ka_server_metrics(a->srv)->limits_loaded)
         snprintf(msg, sizeof(msg),
                  "Cannot decide on this request: kadmit is still reading the cluster's limits "
-                 "(topic %s) and decides on none older than them; it did not finish within %u "
+                 "(topic %s) and decides on none older than them; it did not finish within %lld "
                  "ms. Retry shortly.",
-                 ka_server_config(a->srv)->limits_topic,
-                 (unsigned)ka_server_config(a->srv)->ledger_timeout_ms);
+                 ka_server_config(a->srv)->limits_topic, (long long)waited_ms);
     else if (ka_server_metrics(a->srv)->ledger_blocked_why[0] != '\0')
         snprintf(msg, sizeof(msg),
                  "Cannot decide on this request: kadmit could not order it with the other "
@@ -109,10 +109,9 @@ void ka_adm_ledger_reject_unavailable(ka_admission_t *a, ka_adm_req_t *req, cons
         snprintf(msg, sizeof(msg),
                  "Cannot decide on this request: kadmit could not order it with the other "
                  "sidecars' decisions, because its admission ledger (topic %s) did not answer "
-                 "within %u ms. It rejects requests that create or move partitions until the "
+                 "within %lld ms. It rejects requests that create or move partitions until the "
                  "ledger is reachable. Retry shortly.",
-                 ka_server_config(a->srv)->ledger_topic,
-                 (unsigned)ka_server_config(a->srv)->ledger_timeout_ms);
+                 ka_server_config(a->srv)->ledger_topic, (long long)waited_ms);
     ka_adm_reject_all(req, ctx, KA_REASON_LEDGER_UNAVAILABLE, msg);
 }
 
@@ -138,7 +137,8 @@ int ka_adm_ledger_phase2(ka_admission_t *a, ledger_wait_t *w, const ka_frame_hea
             rc = ka_adm_rejudge(w->req, &ctx, KA_REASON_CONCURRENT);
         }
     } else {
-        ka_adm_ledger_reject_unavailable(a, w->req, &ctx);
+        ka_adm_ledger_reject_unavailable(a, w->req, &ctx,
+                                         (int64_t)((uv_hrtime() - w->started_ns) / 1000000));
     }
     if (rc == 0)
         rc = ka_adm_finish(w->req, &ctx, &o);
@@ -209,16 +209,21 @@ int ka_adm_ledger_phase1(ka_admission_t *a, const uint8_t *frame, size_t len, ka
         goto done;
     }
     ka_adm_req_reservations(req, ids, n);
+    /* A request that arrives before the ledger is read (a sidecar starting) waits for it as
+     * long as it asked to (its timeout_ms), at least --ledger-timeout-ms and at most
+     * --held-request-timeout-ms, and is then judged. */
+    w->wait_ms = ka_adm_req_wait_ms(req, ka_server_config(a->srv)->ledger_timeout_ms,
+                                    ka_server_config(a->srv)->held_request_timeout_ms);
     if ((w->copy = malloc(len)) != NULL)
         memcpy(w->copy, frame, len);
     if (w->copy == NULL || ka_ledger_claims_take(&w->claims, a->ledger, ids, n) < 0 ||
-        ka_ledger_append_intent(a->ledger_client, ids, n, ledger_cb, w, &w->seq) < 0) {
+        ka_ledger_append_intent(a->ledger_client, ids, n, w->wait_ms, ledger_cb, w, &w->seq) < 0) {
         ka_ledger_claims_free(&w->claims);
         free(w->copy);
         free(w);
         free(ids);
         ka_server_metrics(a->srv)->ledger_failures++;
-        ka_adm_ledger_reject_unavailable(a, req, ctx);
+        ka_adm_ledger_reject_unavailable(a, req, ctx, 0);
         goto finish;
     }
     free(ids);

@@ -217,6 +217,81 @@ int ka_rdk_side_from(ka_rdk_security_t *out, char *bootstrap, size_t cap,
     return 0;
 }
 
+/*
+ * Every client: only CreateTopics, with the topic's own settings (one
+ * partition, LogAppendTime, retention), may create kadmit's topics; a
+ * producer's metadata request would otherwise auto-create the ledger with
+ * the broker's defaults (CreateTime) on a fresh cluster. A topic just
+ * created has no leader for a moment: ask again after 50 ms, not 250.
+ * Reconnect fast (producers also retry fast), and send small requests at once (no Nagle):
+ * a client's create waits on these connections.
+ */
+#define KA_RDK_COMMON_PROPS                                                                        \
+    "allow.auto.create.topics", "false", "topic.metadata.refresh.fast.interval.ms", "50",          \
+        "socket.nagle.disable", "true", "reconnect.backoff.ms", "50", "reconnect.backoff.max.ms",  \
+        "1000"
+
+/* One intent is one record, sent at once (linger.ms 0), acknowledged by
+ * every in-sync replica by an idempotent producer. */
+static const char *const LEDGER_PRODUCER[] = {KA_RDK_COMMON_PROPS,
+                                              "enable.idempotence",
+                                              "true",
+                                              "acks",
+                                              "all",
+                                              "linger.ms",
+                                              "0",
+                                              "retry.backoff.ms",
+                                              "50",
+                                              NULL};
+/* Reading back an intent must not wait out a fetch: the broker answers as
+ * soon as one byte is there (fetch.min.bytes 1), an empty fetch is
+ * re-sent within a few ms, and an error is retried after 50 ms. */
+static const char *const LEDGER_CONSUMER[] = {KA_RDK_COMMON_PROPS,
+                                              "fetch.wait.max.ms",
+                                              "5",
+                                              "fetch.min.bytes",
+                                              "1",
+                                              "fetch.error.backoff.ms",
+                                              "50",
+                                              "enable.partition.eof",
+                                              "false",
+                                              NULL};
+/* A write not acknowledged in time fails (the admin API answers it). */
+static const char *const LIMITS_PRODUCER[] = {KA_RDK_COMMON_PROPS,
+                                              "enable.idempotence",
+                                              "true",
+                                              "message.timeout.ms",
+                                              "5000",
+                                              "linger.ms",
+                                              "0",
+                                              "retry.backoff.ms",
+                                              "50",
+                                              NULL};
+/* The end of the partition tells that the limits are loaded. */
+static const char *const LIMITS_CONSUMER[] = {KA_RDK_COMMON_PROPS,
+                                              "enable.partition.eof",
+                                              "true",
+                                              "fetch.wait.max.ms",
+                                              "100",
+                                              "fetch.error.backoff.ms",
+                                              "50",
+                                              NULL};
+
+const char *const *ka_rdk_side_props(enum ka_rdk_use use)
+{
+    switch (use) {
+    case KA_RDK_USE_LEDGER_PRODUCER:
+        return LEDGER_PRODUCER;
+    case KA_RDK_USE_LEDGER_CONSUMER:
+        return LEDGER_CONSUMER;
+    case KA_RDK_USE_LIMITS_PRODUCER:
+        return LIMITS_PRODUCER;
+    case KA_RDK_USE_LIMITS_CONSUMER:
+        return LIMITS_CONSUMER;
+    }
+    return LEDGER_CONSUMER;
+}
+
 const char *ka_rdk_bootstrap_source_name(enum ka_rdk_bootstrap_source s)
 {
     switch (s) {

@@ -52,6 +52,22 @@ int ka_rdk_side_from(ka_rdk_security_t *out, char *bootstrap, size_t cap,
                      enum ka_rdk_bootstrap_source *source, const ka_config_t *cfg,
                      const ka_upstream_security_t *sec, char *err, size_t errlen);
 
+/* Which of kadmit's own clients a handle is: each has its librdkafka settings. */
+enum ka_rdk_use {
+    KA_RDK_USE_LEDGER_PRODUCER = 0, /* intents, outcomes, heartbeats */
+    KA_RDK_USE_LEDGER_CONSUMER,     /* reads the ledger, every intent back */
+    KA_RDK_USE_LIMITS_PRODUCER,     /* the limits topic's layers */
+    KA_RDK_USE_LIMITS_CONSUMER,     /* reads the limits topic from its beginning */
+};
+
+/*
+ * kadmit's librdkafka settings for one of its clients, as name, value pairs
+ * ending with a NULL name (static storage). They make a sidecar useful from
+ * its first second and keep a decision's ledger round trip short; see
+ * ka_rdk_side.c for why each is set. --ledger-properties still wins.
+ */
+const char *const *ka_rdk_side_props(enum ka_rdk_use use);
+
 /* "--ledger-bootstrap", "metadata upstream", "--listen". */
 const char *ka_rdk_bootstrap_source_name(enum ka_rdk_bootstrap_source s);
 

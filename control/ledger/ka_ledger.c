@@ -1,7 +1,7 @@
 /*
  * ka_ledger.c: the ledger client (see ka_ledger.h).
  *
- * The client moves through phases: it waits for a cluster view, creates
+ * The client moves through phases (ka_ledger_start.c): it waits for a cluster view, creates
  * the topic if the view lacks it, looks up where to start reading (on the
  * thread pool: librdkafka's offset lookups block), then reads for good. A
  * failed step is retried after RETRY_MS. One timer ticks every TICK_MS to
@@ -33,11 +33,13 @@
  * thought older than it is. Before reading, the client appends a heartbeat
  * and waits for its delivery report, which anchors the clock, so the start
  * offset is looked up on the ledger's clock too. A sidecar whose wall clock
- * is off therefore still counts every live intent. On a ledger topic that
+ * is off therefore still counts every live intent. An empty ledger (a fresh
+ * cluster) needs no clock to find where to start: it is read from its end at
+ * once, and every record read anchors the clock before it is applied. On a ledger topic that
  * stores CreateTime (made by an older kadmit), the writers' clocks stand in,
  * and a warning says so.
  */
-#include "ka_ledger.h"
+#include "ka_ledger_int.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -50,86 +52,7 @@
 #include "ka_ledger_health.h"
 #include "ka_ledger_own.h"
 #include "ka_ledger_record.h"
-#include "ka_ledger_state.h"
 #include "ka_log.h"
-
-#define TICK_MS           50
-#define RETRY_MS          1000
-#define LOOKUP_TIMEOUT_MS 5000
-#define CREATE_TIMEOUT_MS 10000
-#define RETENTION_TTLS    4 /* records are kept this many TTLs */
-
-enum phase { PH_WAIT_VIEW = 0, PH_CREATING, PH_CLOCK, PH_LOOKUP, PH_RETRY, PH_READING };
-
-/* The opaque of a heartbeat's delivery report (intents carry their seq, outcomes 0). */
-#define HEARTBEAT_OPAQUE UINT64_MAX
-
-typedef struct pending {
-    struct pending *next;
-    uint64_t seq;
-    char *held; /* the intent's JSON while the limits are loading; NULL once written */
-    size_t held_len;
-    ka_ledger_intent_cb cb;
-    void *arg;
-    int64_t started_ms, deadline_ms; /* loop clock */
-} pending_t;
-
-/* Where to start reading, found on the thread pool. */
-typedef struct lookup {
-    ka_rdk_work_t w; /* first: the work is the lookup */
-    ka_ledger_t *l;
-    char topic[KA_LEDGER_TOPIC_MAX + 1];
-    int64_t since_ms; /* wall clock: the oldest record that can still count */
-    int64_t offset;   /* result */
-    char err[256];
-} lookup_t;
-
-struct ka_ledger {
-    uv_loop_t *loop;
-    ka_metrics_t *m;
-    char topic[KA_LEDGER_TOPIC_MAX + 1];
-    char limits_topic[KA_LEDGER_TOPIC_MAX + 1]; /* configured; "" when not given */
-    char sidecar[KA_LEDGER_SIDECAR_MAX + 1];
-    int64_t timeout_ms, ttl_ms;
-    ka_reservations_t *mirror;
-    ka_ledger_state_t *state;
-    ka_rdk_t *producer, *consumer;
-    rd_kafka_topic_t *ptopic, *ctopic;
-    enum phase phase;
-    int topic_known; /* the view showed it, or creating it found it there */
-    int brokers;     /* in the last view: the replication factor to create with */
-    int64_t retry_at_ms;
-    /* The ledger's clock: loop_ms() + clock_offset_ms once an append time is known. */
-    int clock_known;
-    int64_t clock_offset_ms;
-    int create_time_warned; /* the topic stores CreateTime: said once */
-    lookup_t *lookup;       /* in flight on the pool */
-    pending_t *pending;
-    uint64_t next_seq;
-    ka_own_key_t key;           /* the cluster secret (borrowed), or none */
-    ka_own_warn_t warn;         /* rate limit of the refusal log lines */
-    ka_ledger_health_t *health; /* whether decisions can work (ka_ledger_health.h) */
-    uv_timer_t tick;
-};
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t loop_ms(ka_ledger_t *l)
-{
-    uv_update_time(l->loop);
-    return (int64_t)uv_now(l->loop);
-}
-
-/* The ledger's now: a lower bound of its leader's clock (wall clock until one is known). */
-static int64_t ledger_now(ka_ledger_t *l)
-{
-    return l->clock_known ? loop_ms(l) + l->clock_offset_ms : wall_ms();
-}
 
 /* A record's append time, when the topic stores LogAppendTime; 0 otherwise. An append time
  * can only have happened by now, so the newest one anchors the clock. */
@@ -148,13 +71,13 @@ static int64_t note_time(ka_ledger_t *l, const rd_kafka_message_t *msg)
         }
         return 0;
     }
-    if (!l->clock_known || ts - loop_ms(l) > l->clock_offset_ms)
-        l->clock_offset_ms = ts - loop_ms(l);
+    if (!l->clock_known || ts - ka_ledger_loop_ms(l) > l->clock_offset_ms)
+        l->clock_offset_ms = ts - ka_ledger_loop_ms(l);
     l->clock_known = 1;
     return ts;
 }
 
-static void set_connected(ka_ledger_t *l, int up)
+void ka_ledger_set_connected(ka_ledger_t *l, int up)
 {
     if (l->m->ledger_connected != (uint64_t)up)
         ka_log(up ? KA_LOG_INFO : KA_LOG_WARN, up ? "ledger reachable" : "ledger unreachable",
@@ -162,25 +85,43 @@ static void set_connected(ka_ledger_t *l, int up)
     l->m->ledger_connected = (uint64_t)up;
 }
 
-static void retry_later(ka_ledger_t *l, const char *what, const char *why)
+/*
+ * Every broker is down before the ledger was first read: the ledger is unreachable, not
+ * starting, so held intents get --ledger-timeout-ms, no more. A step that fails while the
+ * brokers answer (the first acks=all append of a topic just created can outlast
+ * --ledger-timeout-ms) is a start still under way: it is retried, and the holds keep waiting.
+ */
+static void note_start_failed(ka_ledger_t *l)
+{
+    if (l->step_ms[KA_LEDGER_STEP_READING] != 0)
+        return; /* read once: holds now only wait for the limits */
+    l->start_failed = 1;
+    for (pending_t *p = l->pending; p != NULL; p = p->next)
+        if (p->held != NULL && p->deadline_ms > p->started_ms + l->timeout_ms)
+            p->deadline_ms = p->started_ms + l->timeout_ms;
+}
+
+void ka_ledger_retry_later(ka_ledger_t *l, const char *what, const char *why)
 {
     ka_log(KA_LOG_WARN, "ledger setup failed, retrying", KA_KS("step", what),
            KA_KS("topic", l->topic), KA_KS("error", why), KA_KI("retry_ms", RETRY_MS));
     l->phase = PH_RETRY;
-    l->retry_at_ms = loop_ms(l) + RETRY_MS;
-    set_connected(l, 0);
+    l->retry_at_ms = ka_ledger_loop_ms(l) + RETRY_MS;
+    ka_ledger_set_connected(l, 0);
 }
 
 /* Appends a record; opaque_seq is 0 for outcomes. */
-static int produce(ka_ledger_t *l, char *json, size_t len, uint64_t opaque_seq)
+int ka_ledger_produce(ka_ledger_t *l, char *json, size_t len, uint64_t opaque_seq)
 {
     uint8_t mac[KA_OWN_MAC_LEN];
     rd_kafka_resp_err_t e;
     size_t klen = strlen(l->sidecar);
 
-    if (l->ptopic == NULL) /* the producer could not be recreated */
-        e = RD_KAFKA_RESP_ERR__STATE;
-    else if (!ka_own_key_set(&l->key)) {
+    if (l->ptopic == NULL) { /* the topic is not known to exist yet: nothing can be written */
+        free(json);
+        return KA_EINVALID;
+    }
+    if (!ka_own_key_set(&l->key)) {
         e = rd_kafka_producev(ka_rdk_handle(l->producer), RD_KAFKA_V_RKT(l->ptopic),
                               RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_KEY(l->sidecar, klen),
                               RD_KAFKA_V_VALUE(json, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE),
@@ -234,9 +175,9 @@ static void fail_pending(ka_ledger_t *l, pending_t *p, const char *why)
     free(p->held);
     p->held = NULL;
     l->m->ledger_failures++;
-    set_connected(l, 0);
+    ka_ledger_set_connected(l, 0);
     ka_log(KA_LOG_WARN, "ledger intent failed", KA_KS("why", why), KA_KI("seq", p->seq),
-           KA_KI("waited_ms", loop_ms(l) - p->started_ms));
+           KA_KI("waited_ms", ka_ledger_loop_ms(l) - p->started_ms));
     ka_ledger_intent_cb cb = p->cb;
     void *arg = p->arg;
     free(p);
@@ -248,12 +189,12 @@ static void on_record(ka_ledger_t *l, const rd_kafka_message_t *msg)
     char err[256] = "";
     uint64_t seq = 0;
     uint64_t suppressed = 0;
-    if (!ka_ledger_own_authentic(&l->key, &l->warn, l->m, l->topic, msg, loop_ms(l)))
+    if (!ka_ledger_own_authentic(&l->key, &l->warn, l->m, l->topic, msg, ka_ledger_loop_ms(l)))
         return;
     int64_t appended = note_time(l, msg);
     enum ka_ledger_applied what =
         ka_ledger_state_apply_at(l->state, msg->payload, msg->len, (uint64_t)msg->offset, appended,
-                                 ledger_now(l), loop_ms(l), &seq, err, sizeof(err));
+                                 ka_ledger_now(l), ka_ledger_loop_ms(l), &seq, err, sizeof(err));
     if (what == KA_LEDGER_MALFORMED) {
         l->m->ledger_records_malformed++;
         ka_log(KA_LOG_WARN, "ledger record malformed, ignored", KA_KI("offset", msg->offset),
@@ -262,7 +203,7 @@ static void on_record(ka_ledger_t *l, const rd_kafka_message_t *msg)
     }
     if (what == KA_LEDGER_REPLAYED) {
         l->m->own_refused_ledger_replayed++;
-        if (ka_own_warn_due(&l->warn, loop_ms(l), &suppressed))
+        if (ka_own_warn_due(&l->warn, ka_ledger_loop_ms(l), &suppressed))
             ka_log(KA_LOG_WARN, "ledger intent refused: its sidecar already used its seq (a copy)",
                    KA_KS("topic", l->topic), KA_KI("partition", msg->partition),
                    KA_KI("offset", msg->offset), KA_KS("reason", "replayed"),
@@ -274,31 +215,32 @@ static void on_record(ka_ledger_t *l, const rd_kafka_message_t *msg)
     pending_t *p = take_pending(l, seq);
     if (p == NULL)
         return;
-    int64_t rtt = loop_ms(l) - p->started_ms;
+    int64_t rtt = ka_ledger_loop_ms(l) - p->started_ms;
     l->m->ledger_round_trip_ms_sum += (uint64_t)(rtt > 0 ? rtt : 0);
     l->m->ledger_round_trips++;
-    set_connected(l, 1);
+    ka_ledger_set_connected(l, 1);
     ka_ledger_intent_cb cb = p->cb;
     void *arg = p->arg;
     free(p);
     cb(arg, KA_LEDGER_READ_BACK, (uint64_t)msg->offset);
 }
 
-static void start_lookup(ka_ledger_t *l);
-
 static void on_delivery(ka_ledger_t *l, const rd_kafka_message_t *msg)
 {
     uint64_t seq = (uint64_t)(uintptr_t)msg->_private;
     if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        set_connected(l, 1);
+        ka_ledger_set_connected(l, 1);
         note_time(l, msg);
-        if (seq == HEARTBEAT_OPAQUE && l->phase == PH_CLOCK)
-            start_lookup(l); /* the clock is anchored (or the topic has none to give) */
+        if (seq == HEARTBEAT_OPAQUE && l->phase == PH_CLOCK) {
+            /* The clock is anchored (or the topic has none to give). */
+            ka_ledger_mark(l, KA_LEDGER_STEP_CLOCK);
+            ka_ledger_start_lookup(l);
+        }
         return;
     }
     if (seq == HEARTBEAT_OPAQUE) {
         if (l->phase == PH_CLOCK)
-            retry_later(l, "learn the ledger's clock", rd_kafka_err2str(msg->err));
+            ka_ledger_retry_later(l, "learn the ledger's clock", rd_kafka_err2str(msg->err));
         return;
     }
     ka_log(KA_LOG_WARN, "ledger append failed", KA_KS("error", rd_kafka_err2str(msg->err)),
@@ -308,32 +250,8 @@ static void on_delivery(ka_ledger_t *l, const rd_kafka_message_t *msg)
         fail_pending(l, p, rd_kafka_err2str(msg->err));
 }
 
-static void learn_clock(ka_ledger_t *l);
-
-static void on_created(ka_ledger_t *l, rd_kafka_event_t *ev)
-{
-    size_t n = 0;
-    const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
-    const rd_kafka_topic_result_t **topics =
-        res ? rd_kafka_CreateTopics_result_topics(res, &n) : NULL;
-    rd_kafka_resp_err_t e = rd_kafka_event_error(ev);
-    if (e == RD_KAFKA_RESP_ERR_NO_ERROR && n == 1)
-        e = rd_kafka_topic_result_error(topics[0]);
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-        retry_later(l, "create topic",
-                    n == 1 && rd_kafka_topic_result_error_string(topics[0])
-                        ? rd_kafka_topic_result_error_string(topics[0])
-                        : rd_kafka_err2str(e));
-        return;
-    }
-    ka_log(KA_LOG_INFO, e ? "ledger topic already exists" : "ledger topic created",
-           KA_KS("topic", l->topic));
-    l->topic_known = 1;
-    learn_clock(l);
-}
-
 /* Both handles' events: the consumer's fetches, the producer's reports and results. */
-static void event_cb(void *arg, ka_rdk_t *rdk, rd_kafka_event_t *ev)
+void ka_ledger_event_cb(void *arg, ka_rdk_t *rdk, rd_kafka_event_t *ev)
 {
     ka_ledger_t *l = arg;
     const rd_kafka_message_t *msg;
@@ -341,169 +259,30 @@ static void event_cb(void *arg, ka_rdk_t *rdk, rd_kafka_event_t *ev)
     switch (rd_kafka_event_type(ev)) {
     case RD_KAFKA_EVENT_FETCH:
         while ((msg = rd_kafka_event_message_next(ev)) != NULL) {
-            ka_ledger_health_read(l->health, msg, loop_ms(l));
+            ka_ledger_health_read(l->health, msg, ka_ledger_loop_ms(l));
             if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR) /* errors: logged by the health */
                 on_record(l, msg);
         }
         break;
     case RD_KAFKA_EVENT_DR:
         while ((msg = rd_kafka_event_message_next(ev)) != NULL) {
-            ka_ledger_health_delivered(l->health, msg, loop_ms(l));
+            ka_ledger_health_delivered(l->health, msg, ka_ledger_loop_ms(l));
             on_delivery(l, msg);
         }
         break;
     case RD_KAFKA_EVENT_CREATETOPICS_RESULT:
         if (l->phase == PH_CREATING)
-            on_created(l, ev);
+            ka_ledger_on_created(l, ev);
         break;
     case RD_KAFKA_EVENT_ERROR:
-        if (rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
-            set_connected(l, 0);
+        if (rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+            ka_ledger_set_connected(l, 0);
+            note_start_failed(l);
+        }
         break;
     default:
         break;
     }
-}
-
-static int topic_config(rd_kafka_NewTopic_t *nt, int rf, int64_t ttl_ms, char *why, size_t len)
-{
-    char isr[16], retention[32];
-    snprintf(isr, sizeof(isr), "%d", rf < 2 ? rf : 2);
-    snprintf(retention, sizeof(retention), "%" PRId64, ttl_ms * RETENTION_TTLS);
-    if (rd_kafka_NewTopic_set_config(nt, "min.insync.replicas", isr) ||
-        rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "delete") ||
-        rd_kafka_NewTopic_set_config(nt, "retention.ms", retention) ||
-        rd_kafka_NewTopic_set_config(nt, "message.timestamp.type", "LogAppendTime")) {
-        snprintf(why, len, "cannot set the topic's configs");
-        return KA_EINVALID;
-    }
-    return 0;
-}
-
-static void create_topic(ka_ledger_t *l)
-{
-    char why[256];
-    int rf = l->brokers < 3 ? l->brokers : 3;
-    rd_kafka_t *rk = ka_rdk_handle(l->producer);
-    rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(l->topic, 1, rf, why, sizeof(why));
-    if (nt == NULL || topic_config(nt, rf, l->ttl_ms, why, sizeof(why)) < 0) {
-        rd_kafka_NewTopic_destroy(nt);
-        retry_later(l, "create topic", why);
-        return;
-    }
-    rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-    rd_kafka_AdminOptions_set_request_timeout(opt, CREATE_TIMEOUT_MS, why, sizeof(why));
-    l->phase = PH_CREATING;
-    ka_log(KA_LOG_INFO, "creating the ledger topic", KA_KS("topic", l->topic),
-           KA_KI("replication_factor", rf));
-    rd_kafka_CreateTopics(rk, &nt, 1, opt, ka_rdk_queue(l->producer));
-    rd_kafka_AdminOptions_destroy(opt);
-    rd_kafka_NewTopic_destroy(nt);
-}
-
-/* On the pool: the first offset not older than the TTL, else the end. */
-static void lookup_run(ka_rdk_work_t *w, rd_kafka_t *rk)
-{
-    lookup_t *k = (lookup_t *)w;
-    int64_t low = 0, high = 0;
-    /* The end first: a record written after this is at or past `high`. */
-    rd_kafka_resp_err_t e =
-        rd_kafka_query_watermark_offsets(rk, k->topic, 0, &low, &high, LOOKUP_TIMEOUT_MS);
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        snprintf(k->err, sizeof(k->err), "end offset: %s", rd_kafka_err2str(e));
-        return;
-    }
-    rd_kafka_topic_partition_list_t *pl = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(pl, k->topic, 0)->offset = k->since_ms;
-    e = rd_kafka_offsets_for_times(rk, pl, LOOKUP_TIMEOUT_MS);
-    if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
-        e = pl->elems[0].err;
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
-        snprintf(k->err, sizeof(k->err), "offset for time: %s", rd_kafka_err2str(e));
-    else
-        k->offset = pl->elems[0].offset >= 0 ? pl->elems[0].offset : high;
-    rd_kafka_topic_partition_list_destroy(pl);
-}
-
-static void lookup_done(ka_rdk_work_t *w, int closed)
-{
-    lookup_t *k = (lookup_t *)w;
-    ka_ledger_t *l = k->l;
-    if (closed || l == NULL) {
-        free(k);
-        return;
-    }
-    l->lookup = NULL;
-    if (k->err[0] != '\0') {
-        retry_later(l, "find the start offset", k->err);
-        free(k);
-        return;
-    }
-    rd_kafka_topic_conf_t *tconf = rd_kafka_topic_conf_new();
-    rd_kafka_topic_conf_set(tconf, "auto.offset.reset", "earliest", NULL, 0);
-    if (l->ctopic == NULL)
-        l->ctopic = rd_kafka_topic_new(ka_rdk_handle(l->consumer), l->topic, tconf);
-    else
-        rd_kafka_topic_conf_destroy(tconf);
-    if (l->ctopic == NULL ||
-        rd_kafka_consume_start_queue(l->ctopic, 0, k->offset, ka_rdk_queue(l->consumer)) < 0) {
-        retry_later(l, "start reading", rd_kafka_err2str(rd_kafka_last_error()));
-        free(k);
-        return;
-    }
-    l->phase = PH_READING;
-    ka_ledger_health_reading(l->health, k->offset, loop_ms(l));
-    set_connected(l, 1);
-    ka_log(KA_LOG_INFO, "ledger reading", KA_KS("topic", l->topic), KA_KI("from_offset", k->offset),
-           KA_KS("sidecar", l->sidecar));
-    free(k);
-}
-
-static void start_lookup(ka_ledger_t *l)
-{
-    lookup_t *k = calloc(1, sizeof(*k));
-    if (k == NULL) {
-        retry_later(l, "find the start offset", "out of memory");
-        return;
-    }
-    k->w.run = lookup_run;
-    k->w.done = lookup_done;
-    k->l = l;
-    snprintf(k->topic, sizeof(k->topic), "%s", l->topic);
-    k->since_ms = ledger_now(l) - l->ttl_ms;
-    if (ka_rdk_blocking_run(l->consumer, &k->w) < 0) {
-        free(k);
-        retry_later(l, "find the start offset", "cannot queue the lookup");
-        return;
-    }
-    l->lookup = k;
-    l->phase = PH_LOOKUP;
-}
-
-/* Appends a heartbeat; its delivery report anchors the ledger's clock, then the lookup. */
-static void learn_clock(ka_ledger_t *l)
-{
-    char *json = NULL;
-    size_t len = 0;
-
-    if (ka_ledger_encode_heartbeat(l->sidecar, wall_ms(), &json, &len) < 0 ||
-        produce(l, json, len, HEARTBEAT_OPAQUE) < 0) {
-        retry_later(l, "learn the ledger's clock", "cannot append a heartbeat");
-        return;
-    }
-    l->phase = PH_CLOCK;
-    l->retry_at_ms = loop_ms(l) + LOOKUP_TIMEOUT_MS; /* no report by then: retry */
-}
-
-/* Takes the next setup step the phase allows. */
-static void advance(ka_ledger_t *l)
-{
-    if (l->phase != PH_WAIT_VIEW)
-        return;
-    if (l->topic_known)
-        learn_clock(l);
-    else if (l->brokers > 0)
-        create_topic(l);
 }
 
 /*
@@ -524,24 +303,33 @@ static void write_held(ka_ledger_t *l)
             return;
         char *json = first->held;
         first->held = NULL;
-        if (produce(l, json, first->held_len, first->seq) < 0)
+        /* Written now: it has --ledger-timeout-ms to be read back, however long it was held. */
+        int64_t back_by = ka_ledger_loop_ms(l) + l->timeout_ms;
+        if (first->deadline_ms < back_by)
+            first->deadline_ms = back_by;
+        if (ka_ledger_produce(l, json, first->held_len, first->seq) < 0)
             first->deadline_ms = 0;
     }
 }
 
 /* The producer hit a fatal error: a new client in its place (ka_ledger_health.h says why the
- * state is kept). Intents it carried fail, released by the new one; a heartbeat proves it. */
+ * state is kept). Intents it carried fail, released by the new one; a heartbeat proves it. The
+ * topic handle is opened again once the topic is known to exist (else learn_clock opens it). */
 static void recreate_producer(ka_ledger_t *l)
 {
     char why[256] = "", *json = NULL;
     size_t len = 0;
-    if (l->ptopic != NULL) /* NULL after a failed attempt */
+    int reopen = l->phase == PH_LOOKUP || l->phase == PH_READING;
+    if (l->ptopic != NULL) {
         rd_kafka_topic_destroy(l->ptopic);
+        l->ptopic = NULL;
+    }
     int rc = ka_rdk_recreate(l->producer, why, sizeof(why));
-    l->ptopic = rc == 0 ? rd_kafka_topic_new(ka_rdk_handle(l->producer), l->topic, NULL) : NULL;
-    ka_ledger_health_recreated(l->health, l->ptopic == NULL ? (rc < 0 ? rc : KA_ENOMEM) : 0,
-                               why[0] ? why : "cannot open the ledger topic");
-    if (l->ptopic == NULL)
+    if (rc == 0 && reopen &&
+        (l->ptopic = rd_kafka_topic_new(ka_rdk_handle(l->producer), l->topic, NULL)) == NULL)
+        rc = KA_ENOMEM;
+    ka_ledger_health_recreated(l->health, rc, why[0] ? why : "cannot open the ledger topic");
+    if (rc < 0)
         return;
     for (pending_t **pp = &l->pending; *pp != NULL;) {
         pending_t *p = *pp;
@@ -552,16 +340,16 @@ static void recreate_producer(ka_ledger_t *l)
         *pp = p->next;
         fail_pending(l, p, "the ledger client is being recreated after a fatal error");
     }
-    if (l->phase == PH_CLOCK || l->phase == PH_CREATING) /* their answer went with the client */
-        retry_later(l, "recreate the ledger client", "the client was recreated");
-    else if (ka_ledger_encode_heartbeat(l->sidecar, wall_ms(), &json, &len) == 0)
-        produce(l, json, len, HEARTBEAT_OPAQUE);
+    if (!reopen) /* an answer in flight went with the client */
+        ka_ledger_retry_later(l, "recreate the ledger client", "the client was recreated");
+    else if (ka_ledger_encode_heartbeat(l->sidecar, ka_ledger_wall_ms(), &json, &len) == 0)
+        ka_ledger_produce(l, json, len, HEARTBEAT_OPAQUE);
 }
 
-static void tick_cb(uv_timer_t *t)
+void ka_ledger_tick_cb(uv_timer_t *t)
 {
     ka_ledger_t *l = t->data;
-    int64_t now = loop_ms(l);
+    int64_t now = ka_ledger_loop_ms(l);
     if (ka_ledger_health_tick(l->health, l->phase == PH_READING, now) == KA_LEDGER_HEALTH_RECREATE)
         recreate_producer(l);
     if (l->phase == PH_READING && l->m->limits_loaded)
@@ -573,116 +361,20 @@ static void tick_cb(uv_timer_t *t)
             continue;
         }
         *pp = p->next;
-        fail_pending(l, p, "not read back within --ledger-timeout-ms");
+        fail_pending(l, p,
+                     p->held != NULL ? "held unwritten for as long as its request may wait: the "
+                                       "ledger (or the limits) not read yet"
+                                     : "not read back within --ledger-timeout-ms");
     }
     if (l->phase == PH_CLOCK && now >= l->retry_at_ms)
-        retry_later(l, "learn the ledger's clock", "no delivery report for the heartbeat");
+        ka_ledger_retry_later(l, "learn the ledger's clock",
+                              "no delivery report for the heartbeat");
     if (l->phase == PH_RETRY && now >= l->retry_at_ms) {
         l->phase = PH_WAIT_VIEW;
-        advance(l);
+        ka_ledger_advance(l);
     }
     ka_ledger_state_expire(l->state, now);
     l->m->ledger_intents_live = ka_ledger_state_live(l->state);
-}
-
-static int new_handle(ka_ledger_t *l, const ka_ledger_config_t *cfg, enum ka_rdk_role role,
-                      ka_rdk_t **out, char *err, size_t errlen)
-{
-    char client_id[KA_LEDGER_SIDECAR_MAX + 32], timeout[32];
-    snprintf(client_id, sizeof(client_id), "kadmit-ledger-%s", cfg->sidecar_id);
-    snprintf(timeout, sizeof(timeout), "%" PRId64, cfg->timeout_ms);
-    /* Reconnect fast: a decision waits on this connection. */
-    const char *const producer[] = {"enable.idempotence",
-                                    "true",
-                                    "acks",
-                                    "all",
-                                    "linger.ms",
-                                    "0",
-                                    "message.timeout.ms",
-                                    timeout,
-                                    "retry.backoff.ms",
-                                    "50",
-                                    "reconnect.backoff.ms",
-                                    "50",
-                                    "reconnect.backoff.max.ms",
-                                    "1000",
-                                    NULL};
-    const char *const consumer[] = {"fetch.wait.max.ms",
-                                    "10",
-                                    "fetch.error.backoff.ms",
-                                    "50",
-                                    "enable.partition.eof",
-                                    "false",
-                                    "reconnect.backoff.ms",
-                                    "50",
-                                    "reconnect.backoff.max.ms",
-                                    "1000",
-                                    NULL};
-    ka_rdk_settings_t s = {.role = role,
-                           .bootstrap = cfg->bootstrap,
-                           .client_id = client_id,
-                           .security = cfg->security,
-                           .props = role == KA_RDK_PRODUCER ? producer : consumer};
-    return ka_rdk_new(l->loop, &s, event_cb, l, out, err, errlen);
-}
-
-int ka_ledger_start(uv_loop_t *loop, const ka_ledger_config_t *cfg, ka_reservations_t *mirror,
-                    ka_metrics_t *metrics, ka_ledger_t **out, char *err, size_t errlen)
-{
-    ka_ledger_t *l = calloc(1, sizeof(*l));
-    *out = NULL;
-    if (l == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return KA_ENOMEM;
-    }
-    l->loop = loop;
-    l->m = metrics;
-    l->mirror = mirror;
-    l->timeout_ms = cfg->timeout_ms;
-    l->ttl_ms = cfg->ttl_ms;
-    l->key = cfg->security.records;
-    snprintf(l->topic, sizeof(l->topic), "%s", cfg->topic);
-    snprintf(l->limits_topic, sizeof(l->limits_topic), "%s",
-             cfg->limits_topic != NULL ? cfg->limits_topic : "");
-    snprintf(l->sidecar, sizeof(l->sidecar), "%s", cfg->sidecar_id);
-    /* Seqs only grow, across restarts too: the wall clock in microseconds. */
-    l->next_seq = (uint64_t)wall_ms() * 1000;
-    int rc = ka_ledger_state_new(l->sidecar, mirror, l->ttl_ms, &l->state);
-    if (rc < 0) {
-        snprintf(err, errlen, "--sidecar-id must have 1 to %d bytes", KA_LEDGER_SIDECAR_MAX);
-        free(l);
-        return rc;
-    }
-    if ((rc = new_handle(l, cfg, KA_RDK_PRODUCER, &l->producer, err, errlen)) < 0 ||
-        (rc = new_handle(l, cfg, KA_RDK_CONSUMER, &l->consumer, err, errlen)) < 0 ||
-        (l->ptopic = rd_kafka_topic_new(ka_rdk_handle(l->producer), l->topic, NULL)) == NULL ||
-        (rc = ka_ledger_health_new(metrics, l->producer, l->consumer, l->topic, l->limits_topic,
-                                   l->timeout_ms, &l->health)) < 0) {
-        if (l->ptopic != NULL)
-            rd_kafka_topic_destroy(l->ptopic);
-        if (rc == 0)
-            snprintf(err, errlen, "cannot open the ledger topic %s", l->topic);
-        ka_rdk_close(l->producer);
-        ka_rdk_close(l->consumer);
-        ka_ledger_state_free(l->state);
-        free(l);
-        return rc < 0 ? rc : KA_EINVALID;
-    }
-    uv_timer_init(loop, &l->tick);
-    l->tick.data = l;
-    uv_timer_start(&l->tick, tick_cb, TICK_MS, TICK_MS);
-    uv_unref((uv_handle_t *)&l->tick); /* never keeps the loop alive: a drain can end */
-    *out = l;
-    return 0;
-}
-
-void ka_ledger_on_view(ka_ledger_t *l, const ka_cluster_t *view)
-{
-    ka_slice_t name = {(const uint8_t *)l->topic, (int32_t)strlen(l->topic)};
-    l->brokers = (int)ka_cluster_broker_count(view);
-    if (ka_cluster_find_topic(view, name) != NULL)
-        l->topic_known = 1;
-    advance(l);
 }
 
 int ka_ledger_usable(const ka_ledger_t *l)
@@ -691,13 +383,14 @@ int ka_ledger_usable(const ka_ledger_t *l)
            !ka_ledger_health_blocking(l->health, (int64_t)uv_now(l->loop), NULL, 0);
 }
 
-int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_ledger_intent_cb cb,
-                            void *arg, uint64_t *seq)
+int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, int64_t hold_ms,
+                            ka_ledger_intent_cb cb, void *arg, uint64_t *seq)
 {
     if (l == NULL || n == 0 || n > KA_LEDGER_ITEMS_MAX)
         return KA_EINVALID;
     /* A ledger read but unusable refuses at once (the caller says why); one not read yet holds. */
-    if (l->phase == PH_READING && ka_ledger_health_blocking(l->health, loop_ms(l), NULL, 0))
+    if (l->phase == PH_READING &&
+        ka_ledger_health_blocking(l->health, ka_ledger_loop_ms(l), NULL, 0))
         return KA_EINVALID;
     ka_reservation_spec_t *specs = calloc(n, sizeof(*specs));
     pending_t *p = calloc(1, sizeof(*p));
@@ -717,10 +410,12 @@ int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_le
         if (l->next_seq < floor)
             l->next_seq = floor;
         p->seq = l->next_seq++;
-        rc = ka_ledger_encode_intent(l->sidecar, p->seq, wall_ms(), specs, n, &json, &len);
+        rc =
+            ka_ledger_encode_intent(l->sidecar, p->seq, ka_ledger_wall_ms(), specs, n, &json, &len);
     }
     free(specs);
-    if (rc == 0 && (rc = ka_ledger_state_own_begin(l->state, p->seq, ids, n, loop_ms(l))) < 0)
+    if (rc == 0 &&
+        (rc = ka_ledger_state_own_begin(l->state, p->seq, ids, n, ka_ledger_loop_ms(l))) < 0)
         free(json);
     if (rc == 0 && hold) {
         p->held = json; /* written by the tick once the limits are in force */
@@ -731,7 +426,7 @@ int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_le
          * which are then refused as copies and fail at their timeout.) */
         if (l->m->limits_loaded)
             write_held(l); /* the phase is READING here */
-        if ((rc = produce(l, json, len, p->seq)) < 0)
+        if ((rc = ka_ledger_produce(l, json, len, p->seq)) < 0)
             ka_ledger_state_own_end(l->state, p->seq);
     }
     if (rc < 0) {
@@ -740,8 +435,13 @@ int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_le
     }
     p->cb = cb;
     p->arg = arg;
-    p->started_ms = loop_ms(l);
-    p->deadline_ms = p->started_ms + l->timeout_ms;
+    p->started_ms = ka_ledger_loop_ms(l);
+    /* A held intent waits as long as its request may (a sidecar starting: the request's own
+     * timeout, capped), unless the start-up already failed (the ledger is unreachable: fail
+     * closed); a written one has --ledger-timeout-ms to come back. */
+    p->deadline_ms =
+        p->started_ms +
+        (hold && !l->start_failed && hold_ms > l->timeout_ms ? hold_ms : l->timeout_ms);
     p->next = l->pending;
     l->pending = p;
     *seq = p->seq;
@@ -766,7 +466,7 @@ int ka_ledger_append_outcome(ka_ledger_t *l, uint64_t seq, const uint8_t *admitt
     size_t len = 0;
     int rc = ka_ledger_encode_outcome(l->sidecar, seq, admitted, n, &json, &len);
     if (rc == 0)
-        rc = produce(l, json, len, 0);
+        rc = ka_ledger_produce(l, json, len, 0);
     ka_ledger_state_own_end(l->state, seq);
     return rc;
 }

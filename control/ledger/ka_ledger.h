@@ -68,11 +68,14 @@ int ka_ledger_usable(const ka_ledger_t *l);
 /*
  * Appends an intent for the mirror's reservations ids[0..n) (their specs are
  * read from the mirror). *seq names it for ka_ledger_forget and
- * ka_ledger_append_outcome. Returns 0, or a negative ka_err when it cannot
- * be written at all (cb is then never called).
+ * ka_ledger_append_outcome. An intent that cannot be written yet (the ledger
+ * not read yet, or the limits loading) is held up to hold_ms (at least
+ * --ledger-timeout-ms); once written it has --ledger-timeout-ms to be read
+ * back. Returns 0, or a negative ka_err when it cannot be written at all (cb
+ * is then never called).
  */
-int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, ka_ledger_intent_cb cb,
-                            void *arg, uint64_t *seq);
+int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, int64_t hold_ms,
+                            ka_ledger_intent_cb cb, void *arg, uint64_t *seq);
 /* The caller no longer waits for intent seq: it is released (and so recorded). */
 void ka_ledger_forget(ka_ledger_t *l, uint64_t seq);
 /* What became of each item of a read-back intent: admitted[i] nonzero or released. */

@@ -31,17 +31,22 @@
 
 #include "ka_error.h"
 #include "ka_log.h"
+#include "ka_rdk_side.h"
+#include "ka_rdk_topic.h"
 
 #define TICK_MS           100
 #define CREATE_RETRY_MS   1000
 #define CREATE_TIMEOUT_MS 10000
+#define AWAIT_TOPIC_MS    3000 /* a new topic's leader; then librdkafka finds it itself */
 /* A repair waits REPAIR_DELAY_MS plus up to REPAIR_JITTER_MS (so the
  * sidecars rarely repair at once), and at most one per REPAIR_INTERVAL_MS. */
 #define REPAIR_DELAY_MS    500
 #define REPAIR_JITTER_MS   2000
 #define REPAIR_INTERVAL_MS 5000
 
-enum limits_state { WAIT_BROKERS, CREATING, CONSUMING };
+/* AWAITING: the topic exists; waiting until the consumer's broker shows it with a leader
+ * (ka_rdk_topic.h), so reading does not wait for librdkafka's scan of unknown topics. */
+enum limits_state { WAIT_BROKERS, CREATING, AWAITING, CONSUMING };
 
 typedef struct pending_write {
     struct pending_write *next;
@@ -148,10 +153,37 @@ static void confirm_read_back(ka_limits_t *l)
     }
 }
 
-/* The topic exists: read it from the beginning, for good. */
+/*
+ * The topic exists: read it from the beginning, for good. Its topic handles
+ * are opened only now: opening one asks for the topic's metadata at once,
+ * where a handle opened before the topic existed waits for librdkafka's
+ * once-a-second scan of unknown topics.
+ */
+static void consume_from_beginning(ka_limits_t *l);
+
+static void topic_visible_cb(void *arg, int ready)
+{
+    ka_limits_t *l = arg;
+    (void)ready; /* not visible in time: librdkafka finds it itself */
+    if (l->state == AWAITING && !l->closing)
+        consume_from_beginning(l);
+}
+
 static void start_consuming(ka_limits_t *l)
 {
-    if (rd_kafka_consume_start_queue(l->consume_topic, 0, RD_KAFKA_OFFSET_BEGINNING,
+    if (l->produce_topic == NULL)
+        l->produce_topic = rd_kafka_topic_new(ka_rdk_handle(l->producer), l->topic, NULL);
+    if (l->consume_topic == NULL)
+        l->consume_topic = rd_kafka_topic_new(ka_rdk_handle(l->consumer), l->topic, NULL);
+    l->state = AWAITING;
+    if (ka_rdk_topic_await(l->consumer, l->topic, AWAIT_TOPIC_MS, topic_visible_cb, l) < 0)
+        consume_from_beginning(l);
+}
+
+static void consume_from_beginning(ka_limits_t *l)
+{
+    if (l->produce_topic == NULL || l->consume_topic == NULL ||
+        rd_kafka_consume_start_queue(l->consume_topic, 0, RD_KAFKA_OFFSET_BEGINNING,
                                      ka_rdk_queue(l->consumer)) < 0) {
         report(l, "limits topic: the consumer did not start; retrying");
         l->state = WAIT_BROKERS;
@@ -459,27 +491,13 @@ static void timer_cb(uv_timer_t *t)
     confirm_read_back(l);
 }
 
-/* librdkafka properties: a NULL-terminated list of name, value pairs. */
-static const char *const PRODUCER_PROPS[] = {
-    /* Idempotence implies acks=all; a write not acknowledged in time fails. */
-    "enable.idempotence", "true", "message.timeout.ms", "5000", "linger.ms", "0",
-    /* Only CreateTopics, with the topic's own settings, may create it. */
-    "allow.auto.create.topics", "false", NULL};
-static const char *const CONSUMER_PROPS[] = {"enable.partition.eof",
-                                             "true",
-                                             "fetch.wait.max.ms",
-                                             "100",
-                                             "allow.auto.create.topics",
-                                             "false",
-                                             NULL};
-
 static int make_handles(ka_limits_t *l, const ka_limits_settings_t *settings, char *err,
                         size_t errlen)
 {
     ka_rdk_settings_t s = {.role = KA_RDK_PRODUCER,
                            .bootstrap = l->bootstrap,
                            .client_id = "kadmit-limits",
-                           .props = PRODUCER_PROPS};
+                           .props = ka_rdk_side_props(KA_RDK_USE_LIMITS_PRODUCER)};
     int rc;
 
     if (settings->security != NULL)
@@ -488,17 +506,9 @@ static int make_handles(ka_limits_t *l, const ka_limits_settings_t *settings, ch
     if (rc < 0)
         return rc;
     s.role = KA_RDK_CONSUMER;
-    s.props = CONSUMER_PROPS;
+    s.props = ka_rdk_side_props(KA_RDK_USE_LIMITS_CONSUMER);
     rc = ka_rdk_new(l->loop, &s, consumer_event_cb, l, &l->consumer, err, errlen);
-    if (rc < 0)
-        return rc;
-    l->produce_topic = rd_kafka_topic_new(ka_rdk_handle(l->producer), l->topic, NULL);
-    l->consume_topic = rd_kafka_topic_new(ka_rdk_handle(l->consumer), l->topic, NULL);
-    if (l->produce_topic == NULL || l->consume_topic == NULL) {
-        snprintf(err, errlen, "limits topic: out of memory");
-        return KA_ENOMEM;
-    }
-    return 0;
+    return rc;
 }
 
 static void destroy_clients(ka_limits_t *l)

@@ -400,6 +400,60 @@ static void test_version_refusal_is_one_sentence(void **state)
     assert_non_null(strstr(why, "CreateTopics v99 is not a version kadmit decodes"));
 }
 
+/* The wait of a CreateTopics asking for timeout_ms (floor 5000, cap 30000 unless given). */
+static int64_t create_wait_ms(fx_t *f, int32_t timeout_ms, int64_t cap_ms)
+{
+    struct ka_createtopics_request_creatable_topic t = fx_ct_topic("early", 1, 1);
+    struct ka_createtopics_request req;
+    ka_adm_outcome_t o;
+    ka_adm_req_t *decoded = NULL;
+    size_t len;
+
+    ka_createtopics_request_init(&req);
+    req.topics.count = 1;
+    req.topics.items = &t;
+    req.timeout_ms = timeout_ms;
+    uint8_t *frame = fx_request_frame(19, 5, 77, &req, &len);
+    assert_int_equal(ka_adm_decode(&f->ctx, frame, len, &decoded, &o), 0);
+    assert_non_null(decoded);
+    int64_t wait = ka_adm_req_wait_ms(decoded, 5000, cap_ms);
+    ka_adm_req_free(decoded);
+    free(frame);
+    return wait;
+}
+
+/*
+ * A create that arrives before the ledger is read waits as long as it asked
+ * to: its own timeout_ms, but never less than --ledger-timeout-ms (clients
+ * built on librdkafka send 0 by default) and never more than the cap
+ * (--held-request-timeout-ms).
+ */
+static void test_wait_for_the_ledger_is_the_request_timeout_capped(void **state)
+{
+    fx_t *f = fx_new(POLICY);
+
+    (void)state;
+    assert_int_equal(create_wait_ms(f, 12000, 30000), 12000);
+    assert_int_equal(create_wait_ms(f, 60000, 30000), 30000); /* capped */
+    assert_int_equal(create_wait_ms(f, 0, 30000), 5000);      /* the floor */
+    assert_int_equal(create_wait_ms(f, -1, 30000), 5000);
+    assert_int_equal(create_wait_ms(f, 4999, 30000), 5000);
+    assert_int_equal(create_wait_ms(f, INT32_MAX, 30000), 30000);
+    assert_int_equal(create_wait_ms(f, 60000, 0), 60000); /* no cap */
+    /* CreatePartitions carries a timeout too. */
+    size_t len;
+    ka_adm_outcome_t o;
+    ka_adm_req_t *decoded = NULL;
+    uint8_t *frame = fx_cp_request(3, "three", 4, &len);
+    assert_int_equal(ka_adm_decode(&f->ctx, frame, len, &decoded, &o), 0);
+    assert_non_null(decoded);
+    int64_t cp = ka_adm_req_wait_ms(decoded, 5000, 30000);
+    assert_true(cp >= 5000 && cp <= 30000);
+    ka_adm_req_free(decoded);
+    free(frame);
+    fx_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -413,6 +467,7 @@ int main(void)
         cmocka_unit_test(test_unknown_broker_waits_and_releases_the_other_items),
         cmocka_unit_test(test_audit_forwards_an_unknown_topic_and_counts_it),
         cmocka_unit_test(test_version_refusal_is_one_sentence),
+        cmocka_unit_test(test_wait_for_the_ledger_is_the_request_timeout_capped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,8 @@
 #include "ka_error.h"
 #include "ka_rdk_side.h"
 
+#include <librdkafka/rdkafka.h>
+
 typedef struct side {
     ka_rdk_security_t sec;
     char bootstrap[KA_RDK_BOOTSTRAP_MAX];
@@ -197,6 +199,56 @@ static void test_properties_file_reaches_the_security(void **state)
     assert_non_null(strstr(err, "--ledger-properties"));
 }
 
+/* The value kadmit sets for name in one client's settings, or NULL. */
+static const char *prop(enum ka_rdk_use use, const char *name)
+{
+    const char *value = NULL;
+    for (const char *const *p = ka_rdk_side_props(use); p[0] != NULL; p += 2)
+        if (strcmp(p[0], name) == 0)
+            value = p[1];
+    return value;
+}
+
+/*
+ * Every setting of every client is one the linked librdkafka accepts (a
+ * misspelt name or a bad value would fail the handle at start-up), and the
+ * ones the cold start and the ledger's latency depend on are there.
+ */
+static void test_own_clients_settings_are_accepted_and_tuned(void **state)
+{
+    static const enum ka_rdk_use uses[] = {KA_RDK_USE_LEDGER_PRODUCER, KA_RDK_USE_LEDGER_CONSUMER,
+                                           KA_RDK_USE_LIMITS_PRODUCER, KA_RDK_USE_LIMITS_CONSUMER};
+    char err[512];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(uses) / sizeof(uses[0]); i++) {
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        size_t pairs = 0;
+        for (const char *const *p = ka_rdk_side_props(uses[i]); p[0] != NULL; p += 2, pairs++) {
+            assert_non_null(p[1]);
+            if (rd_kafka_conf_set(conf, p[0], p[1], err, sizeof(err)) != RD_KAFKA_CONF_OK)
+                fail_msg("client %zu: %s=%s refused: %s", i, p[0], p[1], err);
+        }
+        assert_true(pairs > 0);
+        rd_kafka_conf_destroy(conf);
+        /* Only CreateTopics, with kadmit's settings, creates kadmit's topics. */
+        assert_string_equal(prop(uses[i], "allow.auto.create.topics"), "false");
+        assert_string_equal(prop(uses[i], "topic.metadata.refresh.fast.interval.ms"), "50");
+        assert_string_equal(prop(uses[i], "socket.nagle.disable"), "true");
+    }
+    /* One intent is one record, sent at once, acknowledged by every in-sync replica. */
+    assert_string_equal(prop(KA_RDK_USE_LEDGER_PRODUCER, "linger.ms"), "0");
+    assert_string_equal(prop(KA_RDK_USE_LEDGER_PRODUCER, "acks"), "all");
+    assert_string_equal(prop(KA_RDK_USE_LEDGER_PRODUCER, "enable.idempotence"), "true");
+    /* The read-back never waits out a fetch. */
+    assert_string_equal(prop(KA_RDK_USE_LEDGER_CONSUMER, "fetch.min.bytes"), "1");
+    assert_true(atoi(prop(KA_RDK_USE_LEDGER_CONSUMER, "fetch.wait.max.ms")) <= 10);
+    /* Producer-only settings stay off the consumers (librdkafka warns about them). */
+    assert_null(prop(KA_RDK_USE_LEDGER_CONSUMER, "retry.backoff.ms"));
+    assert_null(prop(KA_RDK_USE_LIMITS_CONSUMER, "linger.ms"));
+    assert_string_equal(prop(KA_RDK_USE_LIMITS_CONSUMER, "enable.partition.eof"), "true");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -206,6 +258,7 @@ int main(void)
         cmocka_unit_test(test_sasl_and_upstream_tls),
         cmocka_unit_test(test_properties_parse),
         cmocka_unit_test(test_properties_file_reaches_the_security),
+        cmocka_unit_test(test_own_clients_settings_are_accepted_and_tuned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
