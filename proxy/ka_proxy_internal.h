@@ -222,7 +222,17 @@ struct ka_session {
     int warned_unknown_api;  /* logged one unknown API key already */
     char peer[64];           /* client address, for log lines */
     ka_session_auth_t auth;  /* the connection's principal */
+    /* Where the upstream leg goes: the server's --upstream for a sidecar; in
+     * gateway mode the broker of the listener that accepted the client
+     * (KA_GW_ANY_BROKER: the bootstrap), resolved by ka_gateway_route. */
+    int32_t target_node;
+    struct sockaddr_storage target_addr;
+    char upstream_name[300]; /* HOST:PORT of target_addr, for log lines */
+    char tls_name[256];      /* upstream TLS: SNI and the name verified ("" = the source's) */
 };
+
+/* A session of the bootstrap listener: any live broker. */
+#define KA_GW_ANY_BROKER (-1)
 
 struct ka_server {
     uv_loop_t *loop;
@@ -273,7 +283,13 @@ struct ka_server {
     uv_timer_t tls_reload_timer;         /* polls the certificate files for changes */
     ka_upstream_security_t mdc_security; /* TLS and SASL of kadmit's own metadata connection */
     int tls_timer_open;
+
+    struct ka_gateway *gateway; /* gateway mode (ka_gateway.c), else NULL */
 };
+
+/* ka_listener.c: accepts a connection from a gateway broker listener, whose
+ * session goes to broker node_id (ka_gateway.c). */
+void ka_server_accept_on(ka_server_t *srv, uv_stream_t *listener, int32_t node_id);
 
 /* ka_session.c (called by the listener; the relay's version refusal still calls
  * ka_session_close by name, until that call site is replaced) */

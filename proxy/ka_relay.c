@@ -175,7 +175,9 @@ static uint32_t request_flags(ka_session_t *s, const ka_frame_header_t *h, int b
 {
     const ka_intercept_entry_t *ie = ka_intercept_lookup(&s->server->intercept, h->api_key);
     uint32_t flags = 0;
-    if (buffer_response || (ie && ie->buffer_response && ie->on_response))
+    if (buffer_response ||
+        (ie && ie->buffer_response && ie->on_response &&
+         (!ie->response_wanted || ie->response_wanted(h->api_key, h->api_version))))
         flags |= KA_INFLIGHT_BUFFER_RESPONSE;
     if (h->api_key == KA_API_SASL_HANDSHAKE)
         flags |=

@@ -14,10 +14,12 @@
  * session_advance decides in one place whether a half-close is due and
  * whether the session is done.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ka_api_table.h"
+#include "ka_gateway.h"
 #include "ka_proxy_internal.h"
 
 #define LEG_OF(handle) ((ka_leg_t *)(handle)->data)
@@ -183,7 +185,7 @@ static void timer_cb(uv_timer_t *timer)
     if (s->state == KA_SESSION_CONNECTING) {
         srv->metrics.upstream_connect_failures++;
         ka_log(KA_LOG_WARN, "upstream connect failed", KA_KI("session", s->id),
-               KA_KS("upstream", srv->upstream_name), KA_KS("error", "connection timed out"));
+               KA_KS("upstream", s->upstream_name), KA_KS("error", "connection timed out"));
         ka_session_close(s, KA_LOG_DEBUG, "closing client", NULL);
         return;
     }
@@ -252,7 +254,7 @@ static void connect_cb(uv_connect_t *req, int status)
     if (status < 0) {
         srv->metrics.upstream_connect_failures++;
         ka_log(KA_LOG_WARN, "upstream connect failed", KA_KI("session", s->id),
-               KA_KS("upstream", srv->upstream_name), KA_KS("error", uv_strerror(status)));
+               KA_KS("upstream", s->upstream_name), KA_KS("error", uv_strerror(status)));
         ka_session_close(s, KA_LOG_DEBUG, "closing client", NULL);
         return;
     }
@@ -315,6 +317,7 @@ ka_session_t *ka_session_new(ka_server_t *srv, ka_session_closed_cb closed_cb)
         return NULL;
     }
     s->server = srv;
+    s->target_node = KA_GW_ANY_BROKER;
     s->events = &session_events;
     s->closed_cb = closed_cb;
     ka_inflight_init(&s->inflight);
@@ -353,13 +356,23 @@ int ka_session_accept(ka_session_t *s, uv_stream_t *listener)
     uv_tcp_nodelay(&s->upstream.tcp, 1);
     ka_log(KA_LOG_DEBUG, "connection accepted", KA_KI("session", s->id), KA_KS("peer", s->peer));
 
+    if (srv->gateway == NULL) {
+        s->target_addr = srv->upstream_addr;
+        snprintf(s->upstream_name, sizeof(s->upstream_name), "%s", srv->upstream_name);
+    } else if (ka_gateway_route(s) < 0) {
+        srv->metrics.gw_route_failures++;
+        ka_log(KA_LOG_WARN, "gateway: no address known for the broker, closing",
+               KA_KI("session", s->id), KA_KS("peer", s->peer), KA_KI("broker", s->target_node));
+        ka_session_close(s, KA_LOG_DEBUG, "closing client", NULL);
+        return 0;
+    }
     s->connect_req.data = s;
-    rc = uv_tcp_connect(&s->connect_req, &s->upstream.tcp,
-                        (const struct sockaddr *)&srv->upstream_addr, connect_cb);
+    rc = uv_tcp_connect(&s->connect_req, &s->upstream.tcp, (const struct sockaddr *)&s->target_addr,
+                        connect_cb);
     if (rc < 0) {
         srv->metrics.upstream_connect_failures++;
         ka_log(KA_LOG_WARN, "upstream connect failed", KA_KI("session", s->id),
-               KA_KS("upstream", srv->upstream_name), KA_KS("error", uv_strerror(rc)));
+               KA_KS("upstream", s->upstream_name), KA_KS("error", uv_strerror(rc)));
         ka_session_close(s, KA_LOG_DEBUG, "closing client", NULL);
         return 0;
     }

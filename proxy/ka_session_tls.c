@@ -124,7 +124,12 @@ int ka_leg_tls_open(ka_leg_t *leg)
     ka_tls_source_t *src = leg->is_client ? srv->tls_clients : srv->tls_upstream;
     if (src == NULL)
         return 0;
-    if ((leg->tls = ka_transport_new(src)) == NULL)
+    /* A gateway reaches each broker under its own name. */
+    const char *name = !leg->is_client && leg->session->tls_name[0] && srv->gateway != NULL &&
+                               srv->cfg->upstream_server_name[0] == '\0'
+                           ? leg->session->tls_name
+                           : NULL;
+    if ((leg->tls = ka_transport_new_named(src, name)) == NULL)
         return KA_ENOMEM;
     leg->flush_cb = tls_flush_cb;
     return 0;

@@ -227,6 +227,11 @@ void ka_tls_source_describe(const ka_tls_source_t *src, char *out, size_t cap)
 
 ka_transport_t *ka_transport_new(ka_tls_source_t *src)
 {
+    return ka_transport_new_named(src, NULL);
+}
+
+ka_transport_t *ka_transport_new_named(ka_tls_source_t *src, const char *server_name)
+{
     ka_transport_t *t = calloc(1, sizeof(*t));
     if (t == NULL)
         return NULL;
@@ -243,7 +248,7 @@ ka_transport_t *ka_transport_new(ka_tls_source_t *src)
         return t;
     }
     SSL_set_connect_state(t->ssl);
-    const char *name = src->server_name;
+    const char *name = server_name != NULL ? server_name : src->server_name;
     unsigned char ip[16];
     int is_ip = inet_pton(AF_INET, name, ip) == 1 || inet_pton(AF_INET6, name, ip) == 1;
     if (name[0] != '\0' && !is_ip && SSL_set_tlsext_host_name(t->ssl, name) != 1)
