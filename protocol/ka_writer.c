@@ -74,6 +74,13 @@ static int reserve(ka_writer_t *w, size_t n)
     return 0;
 }
 
+int ka_writer_reserve(ka_writer_t *w, size_t n)
+{
+    if (w->fixed)
+        return w->err;
+    return reserve(w, n);
+}
+
 int ka_write_raw(ka_writer_t *w, const void *src, size_t n)
 {
     int rc = reserve(w, n);

@@ -41,6 +41,13 @@ void ka_writer_free(ka_writer_t *w);
 /* Forgets what was written and any error, keeping the buffer. */
 void ka_writer_reset(ka_writer_t *w);
 
+/*
+ * Grows a growable writer's buffer to hold n more bytes (never past its cap)
+ * without writing, so a caller that knows its output size grows it once.
+ * Returns 0 or the writer's error; a fixed writer is left as it is.
+ */
+int ka_writer_reserve(ka_writer_t *w, size_t n);
+
 int ka_write_raw(ka_writer_t *w, const void *src, size_t n);
 int ka_write_i8(ka_writer_t *w, int8_t v);
 int ka_write_bool(ka_writer_t *w, uint8_t v);

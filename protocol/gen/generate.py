@@ -15,6 +15,8 @@ It writes, deterministically:
   protocol/generated/ka_codecs.{h,c}                     a generic table of codecs
   protocol/generated/ka_api_keys.h                       an enum of every API key
   protocol/generated/ka_error_codes.{h,c}                Kafka's error codes and names
+  protocol/generated/ka_endpoint_table.{h,c}             responses' broker endpoints (gateway)
+  protocol/generated/ENDPOINTS.md                        the list of those endpoints, in words
   tests/unit/protocol/generated_samples.{h,c}            sample frames per version
   tests/fuzz/corpus/<target>/*.bin                       fuzz seeds from those samples
 
@@ -33,6 +35,7 @@ import sys
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from emit_endpoints import emit as emit_endpoints  # noqa: E402
 from emit_files import emit_api_table, emit_codecs, emit_header, emit_source  # noqa: E402
 from emit_tables import emit_api_keys, emit_error_codes  # noqa: E402
 from ka_cfmt import layout  # noqa: E402
@@ -175,6 +178,11 @@ def main():
     eh, ec = emit_error_codes(jar.error_codes())
     put(os.path.join(gen_dir, "ka_error_codes.h"), eh)
     put(os.path.join(gen_dir, "ka_error_codes.c"), ec)
+    eph, epc, epd = emit_endpoints(jar)
+    put(os.path.join(gen_dir, "ka_endpoint_table.h"), eph)
+    put(os.path.join(gen_dir, "ka_endpoint_table.c"), epc)
+    with open(os.path.join(gen_dir, "ENDPOINTS.md"), "w", encoding="utf-8") as f:
+        f.write(epd)
     ch, cc = emit_codecs(msgs)
     put(os.path.join(gen_dir, "ka_codecs.h"), ch)
     put(os.path.join(gen_dir, "ka_codecs.c"), cc)

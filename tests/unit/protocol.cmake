@@ -1,6 +1,6 @@
 # protocol/ unit tests: reader and writer primitives, headers, every codec's
 # round trip, ApiVersions clamping, decode error text, and the generated
-# tables of API keys and Kafka error codes.
+# tables of API keys and Kafka error codes, and the gateway's endpoint rewrite.
 set(KA_PROTOCOL_TEST_DIR ${CMAKE_CURRENT_LIST_DIR}/protocol)
 ka_unit_test(test_protocol_reader_writer
   SOURCES ${KA_PROTOCOL_TEST_DIR}/test_reader_writer.c LIBS ka_protocol)
@@ -14,6 +14,8 @@ ka_unit_test(test_protocol_apiversions_clamp
   SOURCES ${KA_PROTOCOL_TEST_DIR}/test_apiversions_clamp.c LIBS ka_protocol)
 ka_unit_test(test_protocol_decode_error
   SOURCES ${KA_PROTOCOL_TEST_DIR}/test_decode_error.c LIBS ka_protocol)
+ka_unit_test(test_protocol_endpoints
+  SOURCES ${KA_PROTOCOL_TEST_DIR}/test_endpoints.c LIBS ka_protocol)
 ka_unit_test(test_protocol_tables
   SOURCES ${KA_PROTOCOL_TEST_DIR}/test_tables.c LIBS ka_protocol)
 
