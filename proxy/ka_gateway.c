@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ka_gw_endpoints_api.h"
+#include "ka_endpoints.h"
 #include "ka_protocol.h"
 
 /* More broker ids than this are not served: the table stays bounded whatever
@@ -299,7 +299,7 @@ static int map_endpoint(void *ctx, int32_t node_id, ka_slice_t host, int32_t por
     out->host_len = len;
     out->port = port;
     if (node_id < 0 || len == 0)
-        return 0; /* no broker (a coordinator not found): nothing to rewrite */
+        return -1; /* no broker (a coordinator not found): nothing to rewrite */
     gw_broker_t *b = learn(gw, node_id, (const char *)host.ptr, len, port);
     if (b == NULL || (b->serve_port == 0 && b->sni_name[0] == '\0')) {
         gw->srv->metrics.gw_unmapped++;
@@ -309,7 +309,7 @@ static int map_endpoint(void *ctx, int32_t node_id, ka_slice_t host, int32_t por
                    "address goes to the client unchanged",
                    KA_KI("broker", node_id));
         gw->warned_unmapped = 1;
-        return 0;
+        return -1;
     }
     if (b->sni_name[0]) {
         out->host = b->sni_name;

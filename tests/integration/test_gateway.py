@@ -132,15 +132,24 @@ class GW:
             assert time.monotonic() < deadline, f"gateways never settled: {counts} {views}"
             time.sleep(0.2)
 
-    def set_headroom(self, headroom: int) -> dict[int, int]:
-        counts = self.settle()
-        limits = {b: n + headroom for b, n in counts.items()}
+    def roomy(self) -> None:
+        """Limits out of reach again (after a test that set a headroom)."""
+        limits = {b: 100000 for b in (1, 2, 3)}
         self.write_policy(limits)
+        self.wait_limits(limits)
+
+    def wait_limits(self, limits: dict[int, int]) -> None:
         deadline = time.monotonic() + 15
         for g in self.gateways:
             while {b: v["limit"] for b, v in self.admin_brokers(g).items()} != limits:
                 assert time.monotonic() < deadline, f"{g.name} did not reload the policy"
                 time.sleep(0.1)
+
+    def set_headroom(self, headroom: int) -> dict[int, int]:
+        counts = self.settle()
+        limits = {b: n + headroom for b, n in counts.items()}
+        self.write_policy(limits)
+        self.wait_limits(limits)
         return limits
 
 
@@ -319,3 +328,53 @@ def test_concurrent_creates_over_three_gateways_never_overshoot(gw: GW):
     assert all(counts[b] <= limits[b] for b in limits), (counts, limits)
     assert len(ok) >= 0.9 * headroom, f"only {len(ok)} of {headroom} admitted: {results}"
     assert all(counts[b] == limits[b] - headroom + len(ok) for b in limits), (counts, limits)
+
+
+# --- 3. every client and coordinator through the gateway ----------------------------------------
+
+@pytest.fixture
+def roomy(gw: GW):
+    gw.roomy()
+
+def test_java_describe_cluster_names_the_gateway(gw: GW):
+    """DescribeCluster (AdminClient.describeCluster) is rewritten too."""
+    g = gw.gateways[1]
+    nodes = [l.split() for l in gw.java_client("describe", g.bootstrap) if l.startswith("NODE ")]
+    assert sorted((int(i), hp) for _, i, hp in nodes) == [
+        (n.id, f"{g.listen_ip}:{g.broker_port(n.id)}") for n in gw.c.nodes]
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_java_producer_and_group_consumer(gw: GW, roomy, protocol: str):
+    """The Java producer (acks=all) and a group consumer, classic or KIP-848: FindCoordinator
+    and the consumer-group heartbeats go to the coordinator through its gateway port."""
+    g = gw.gateways[0]
+    topic = uniq(f"java-{protocol}")
+    assert gw.create(0, topic, 3, 3) == (0, None)
+    assert "PRODUCED 50" in gw.java_client("produce", g.bootstrap, topic, "50")
+    out = gw.java_client("consume", g.bootstrap, topic, uniq("grp"), "50", protocol)
+    assert "CONSUMED 50" in out, out
+
+
+def test_java_transactions(gw: GW, roomy):
+    """A transactional producer (FindCoordinator for the transaction coordinator,
+    InitProducerId, AddPartitionsToTxn, EndTxn) commits one batch and aborts another; a
+    read_committed consumer sees exactly the committed one."""
+    g = gw.gateways[2]
+    topic = uniq("txn")
+    assert gw.create(2, topic, 1, 3) == (0, None)
+    assert "COMMITTED 20" in gw.java_client("txn", g.bootstrap, topic, uniq("txid"), "20")
+    out = gw.java_client("readcommitted", g.bootstrap, topic, uniq("grp"), "20")
+    assert "CONSUMED 20" in out, out
+    values = gw.kcat("-b", g.bootstrap, "-C", "-t", topic, "-o", "beginning", "-e", "-q",
+                     "-X", "isolation.level=read_committed").split()
+    assert sorted(values) == sorted(f"committed-{i}" for i in range(20)), values
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_confluent_kafka_producer_and_group_consumer(gw: GW, roomy, protocol: str):
+    g = gw.gateways[1]
+    topic = uniq(f"rdk-{protocol}")
+    assert gw.create(1, topic, 3, 3) == (0, None)
+    got = gw.rdk("roundtrip", g.bootstrap, topic, "100", uniq("grp"), protocol)
+    assert got == {"produced": 100, "consumed": 100}, got
