@@ -17,7 +17,9 @@ Its own cluster on ports $KADMIT_TEST_PORT_BASE + 500. Needs root (network names
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -378,3 +380,78 @@ def test_confluent_kafka_producer_and_group_consumer(gw: GW, roomy, protocol: st
     assert gw.create(1, topic, 3, 3) == (0, None)
     got = gw.rdk("roundtrip", g.bootstrap, topic, "100", uniq("grp"), protocol)
     assert got == {"produced": 100, "consumed": 100}, got
+
+
+# --- 4. the cluster changes under the gateways (last: it takes a broker away) -------------------
+
+HOLD_OPEN = """
+import socket, struct, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+# ApiVersions v0, so the session is relaying to the broker before we wait
+body = struct.pack(">hhih", 18, 0, 7, 2) + b"gw"
+s.sendall(struct.pack(">i", len(body)) + body)
+s.settimeout(120)
+assert s.recv(4), "no answer"
+print("READY", flush=True)
+t0 = time.monotonic()
+try:
+    while s.recv(65536):
+        pass
+except OSError:
+    pass
+print(f"CLOSED {time.monotonic() - t0:.1f}", flush=True)
+"""
+
+
+def test_broker_that_leaves_loses_its_port_and_connections_then_rejoins(gw: GW):
+    """Broker 3 freezes (SIGSTOP: its sockets stay open, no FIN) and is fenced: once kadmit's own
+    view no longer lists it, every gateway closes broker 3's port and the client connections to
+    it. It resumes (SIGCONT) and registers again: its port is served again without a restart,
+    and clients produce to partitions it leads."""
+    g = gw.gateways[0]
+    node = gw.c.node(3)
+    before = {x.name: x.metrics() for x in gw.gateways}
+    holder = gw.ns.popen(["python3", "-c", HOLD_OPEN, g.listen_ip, str(g.broker_port(3))],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "READY"
+        pid = node.proc.pid()
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            line = holder.stdout.readline().strip()  # the gateway closes it
+            assert line.startswith("CLOSED"), line
+            assert float(line.split()[1]) < 60, line
+            for x in gw.gateways:
+                deadline = time.monotonic() + 30
+                while x.metrics()['kadmit_gateway_listeners_total{event="closed"}'] < \
+                        before[x.name].get('kadmit_gateway_listeners_total{event="closed"}', 0) + 1:
+                    assert time.monotonic() < deadline, f"{x.name} kept broker 3's port open"
+                    time.sleep(0.2)
+            assert not gw.ns.can_connect(g.listen_ip, g.broker_port(3))
+            m = g.metrics()
+            assert m['kadmit_gateway_connections_closed_total{reason="broker_left"}'] >= 1
+            assert m["kadmit_gateway_brokers"] == 2
+            out = gw.kcat("-b", g.bootstrap, "-L", "-m", "20")
+            assert "broker 3 at" not in out, out
+        finally:
+            os.kill(pid, signal.SIGCONT)
+    finally:
+        holder.kill()
+        holder.wait()
+    gw.c.wait_ready(90, nodes=[3])
+    for x in gw.gateways:
+        deadline = time.monotonic() + 60
+        while not gw.ns.can_connect(x.listen_ip, x.broker_port(3)):
+            assert time.monotonic() < deadline, f"{x.name} does not serve broker 3 again"
+            time.sleep(0.5)
+        assert x.metrics()["kadmit_gateway_brokers"] == 3
+    gw.roomy()
+    topic = uniq("rejoin")
+    assert gw.create(0, topic, 6, 1) == (0, None)
+    gw.wait_topics([topic])
+    (t,) = gw.direct_metadata([topic])["topics"]
+    assert 3 in {p["leader"] for p in t["partitions"]}, t
+    lines = [f"r{i}" for i in range(60)]
+    gw.kcat("-b", g.bootstrap, "-P", "-t", topic, input_="\n".join(lines) + "\n")
+    out = gw.kcat("-b", g.bootstrap, "-C", "-t", topic, "-o", "beginning", "-e", "-q")
+    assert sorted(out.split()) == sorted(lines)
