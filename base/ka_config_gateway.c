@@ -236,7 +236,7 @@ int ka_config_gateway_check(ka_config_t *c, char *e, size_t n)
         snprintf(e, n, "--advertise-port is for SNI mode; with ports, each broker has its own");
         return KA_EINVALID;
     }
-    if (c->advertise_host[0] == '\0') {
+    if (c->advertise_host[0] == '\0' && !c->gw_sni_domain[0]) {
         if (wildcard(c->listen.host)) {
             snprintf(e, n,
                      "--mode gateway with a wildcard --listen %s needs --advertise-host: "

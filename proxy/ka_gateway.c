@@ -231,9 +231,12 @@ static gw_broker_t *learn(ka_gateway_t *gw, int32_t node_id, const char *host, s
             return NULL;
         b->node_id = node_id;
         b->serve_port = ka_config_gateway_port(gw->srv->cfg, node_id);
-        if (gw->srv->cfg->gw_sni_domain[0])
+        if (gw->srv->cfg->gw_sni_domain[0]) {
             snprintf(b->sni_name, sizeof(b->sni_name), "broker-%d.%s", (int)node_id,
                      gw->srv->cfg->gw_sni_domain);
+            ka_log(KA_LOG_INFO, "gateway: serving a broker", KA_KI("broker", node_id),
+                   KA_KS("sni", b->sni_name), KA_KI("port", gw->srv->listen_port));
+        }
         gw->brokers[gw->count++] = b;
         gw->srv->metrics.gw_brokers = gw->count;
         ka_log(KA_LOG_INFO, "gateway: broker joined", KA_KI("broker", node_id),

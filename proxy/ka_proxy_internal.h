@@ -85,6 +85,7 @@ enum ka_leg_pause {
     KA_PAUSE_DEFER = 1 << 4,        /* a held request waits for its handler (DEFER) */
     KA_PAUSE_TLS = 1 << 5,          /* client leg: the upstream TLS handshake is not done */
     KA_PAUSE_INFLIGHT = 1 << 6,     /* --max-inflight requests await their responses */
+    KA_PAUSE_ROUTE = 1 << 7,        /* client leg, gateway SNI mode: the upstream is not chosen */
 };
 
 struct ka_leg {
@@ -229,6 +230,10 @@ struct ka_session {
     struct sockaddr_storage target_addr;
     char upstream_name[300]; /* HOST:PORT of target_addr, for log lines */
     char tls_name[256];      /* upstream TLS: SNI and the name verified ("" = the source's) */
+    /* Gateway SNI mode: the upstream is chosen once the client's TLS
+     * handshake names its broker; until then the client leg reads the
+     * handshake only (CONNECTING) and parks what follows (KA_PAUSE_ROUTE). */
+    int sni_wait;
 };
 
 /* A session of the bootstrap listener: any live broker. */
@@ -300,6 +305,8 @@ int ka_session_accept(ka_session_t *s, uv_stream_t *listener);
 void ka_session_close(ka_session_t *s, enum ka_log_level level, const char *why,
                       const char *detail);
 void ka_session_drain(ka_session_t *s);
+/* Gateway SNI mode: the client's TLS handshake is done; route by its SNI and connect. */
+void ka_session_sni_routed(ka_session_t *s);
 /* A held request started on the client leg: close the session if it is not
  * whole within --held-request-timeout-ms. */
 void ka_session_watch_held(ka_session_t *s);
@@ -318,6 +325,8 @@ void ka_relay_process(ka_leg_t *src, ka_pbuf_t *pb, size_t off, size_t len);
 /* Continues after a pause; nonzero when the leg must still wait (or the session closed). */
 int ka_relay_resume(ka_leg_t *leg);
 void ka_relay_release(ka_leg_t *leg);
+/* Keeps bytes read while the leg may not process them (ka_session_tls.c, SNI routing). */
+void ka_relay_park(ka_leg_t *leg, ka_pbuf_t *pb, size_t off, size_t len);
 /* ka_relay_hold.c: a held frame's memory, taken as its bytes arrive. Grows the
  * buffer for at least one more read (0, or KA_ENOMEM: then wait for it). */
 int ka_relay_hold_grow(ka_leg_t *leg);

@@ -48,6 +48,11 @@ static void park(ka_leg_t *leg, ka_pbuf_t *pb, size_t off, size_t len)
     ka_leg_update_reading(leg);
 }
 
+void ka_relay_park(ka_leg_t *leg, ka_pbuf_t *pb, size_t off, size_t len)
+{
+    park(leg, pb, off, len);
+}
+
 void ka_relay_release(ka_leg_t *leg)
 {
     ka_pool_t *pool = &leg->session->server->pool;
@@ -766,7 +771,7 @@ int ka_relay_resume(ka_leg_t *leg)
 {
     ka_session_t *s = leg->session;
     if (s->state == KA_SESSION_CLOSING ||
-        (leg->pause & (KA_PAUSE_POOL | KA_PAUSE_SASL | KA_PAUSE_DEFER)))
+        (leg->pause & (KA_PAUSE_POOL | KA_PAUSE_SASL | KA_PAUSE_DEFER | KA_PAUSE_ROUTE)))
         return 1;
     if (leg->deferred != NULL && resume_deferred(leg))
         return 1;

@@ -384,6 +384,11 @@ const char *ka_transport_error(const ka_transport_t *t)
     return t->err[0] ? t->err : "no error";
 }
 
+const char *ka_transport_sni(const ka_transport_t *t)
+{
+    return SSL_get_servername(t->ssl, TLSEXT_NAMETYPE_host_name);
+}
+
 void ka_transport_describe(const ka_transport_t *t, char *out, size_t cap)
 {
     snprintf(out, cap, "%s %s", SSL_get_version(t->ssl), SSL_get_cipher_name(t->ssl));

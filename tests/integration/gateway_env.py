@@ -52,6 +52,22 @@ class GatewayCluster(KafkaCluster):
         return {p for n in self.nodes for p in (n.client_port, n.direct_port, n.internal_port)}
 
 
+def start_cluster(c: KafkaCluster, attempts: int = 3) -> None:
+    """c.start(), again when a broker could not bind a port: with a port base that puts the
+    brokers' ports in the ephemeral range, another process's outgoing connection may hold one
+    for a while."""
+    for attempt in range(attempts):
+        try:
+            c.start()
+            return
+        except RuntimeError:
+            logs = "".join(tail(n.log, 200) for n in c.nodes)
+            c.stop()
+            if "Address already in use" not in logs or attempt == attempts - 1:
+                raise
+            time.sleep(5)
+
+
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(["ip", *args], capture_output=True, text=True, check=check)
 
@@ -82,9 +98,21 @@ class ClientNetns:
         _ip("addr", "add", f"{ip}/32", "dev", self.host_if)
         _ip("netns", "exec", self.name, "ip", "route", "add", f"{ip}/32", "dev", self.ns_if)
 
+    def set_hosts(self, names: dict[str, str]) -> None:
+        """/etc/hosts inside the namespace (ip netns exec bind-mounts /etc/netns/NAME/hosts)."""
+        d = Path("/etc/netns") / self.name
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "hosts").write_text("127.0.0.1 localhost\n"
+                                 + "".join(f"{ip} {n}\n" for n, ip in names.items()))
+
     def delete(self) -> None:
         _ip("link", "del", self.host_if, check=False)
         _ip("netns", "del", self.name, check=False)
+        d = Path("/etc/netns") / self.name
+        if d.exists():
+            for f in d.iterdir():
+                f.unlink()
+            d.rmdir()
 
     def argv(self, argv: list[str]) -> list[str]:
         return ["ip", "netns", "exec", self.name, *argv]
@@ -107,7 +135,8 @@ class Gateway:
     """kadmit --mode gateway on listen_ip, in front of cluster's brokers."""
 
     def __init__(self, binary: Path, cluster: GatewayCluster, directory: Path, listen_ip: str,
-                 instance: int = 0, extra: tuple = (), port_base_: int | None = None):
+                 instance: int = 0, extra: tuple = (), port_base_: int | None = None,
+                 sni_domain: str | None = None):
         b = (port_base() if port_base_ is None else port_base_) + 100 * instance
         self.cluster = cluster
         self.listen_ip = listen_ip
@@ -116,16 +145,20 @@ class Gateway:
         self.admin_port = GW_ADMIN + b
         self.name = f"gateway-{instance}"
         self.log = directory / f"{self.name}.log"
+        self.sni_domain = sni_domain
+        routing = (["--gateway-sni-domain", sni_domain] if sni_domain
+                   else ["--gateway-port-base", str(self.port_base)])
         self.argv = [str(binary), "--mode", "gateway",
                      "--listen", f"{listen_ip}:{self.bootstrap_port}",
-                     "--upstream", cluster.broker_bootstrap,
-                     "--gateway-port-base", str(self.port_base),
+                     "--upstream", cluster.broker_bootstrap, *routing,
                      "--admin", f"{HOST}:{self.admin_port}", "--log-level", "info",
                      "--sidecar-id", f"{self.name}", *extra]
         self.p: subprocess.Popen | None = None
 
     @property
     def bootstrap(self) -> str:
+        if self.sni_domain:
+            return f"bootstrap.{self.sni_domain}:{self.bootstrap_port}"
         return f"{self.listen_ip}:{self.bootstrap_port}"
 
     def broker_port(self, node_id: int) -> int:
@@ -172,6 +205,68 @@ class Gateway:
         from kadmit_proc import parse_metrics
         with urllib.request.urlopen(f"http://{HOST}:{self.admin_port}/metrics", timeout=5) as r:
             return parse_metrics(r.read().decode())
+
+
+class SecureGatewayCluster(GatewayCluster):
+    """Brokers whose CLIENT listener speaks SASL_SSL (PLAIN and SCRAM-SHA-512) on 127.0.0.<id>,
+    each with a certificate for its own address only: a gateway that verified every broker
+    against one name would fail on two of them. DIRECT and INTERNAL stay plaintext on 127.0.0.1."""
+
+    USERS = {"alice": "alice-secret", "kadmit": "kadmit-secret"}
+
+    def __init__(self, directory: Path, port_base_: int, certs: Path):
+        super().__init__(directory, brokers=3, port_base_=port_base_)
+        import tls_certs
+        self.ca = tls_certs.make_ca(certs)
+        self.keystores = {}
+        for n in self.nodes:
+            cert = tls_certs.make_cert(certs, f"broker{n.id}", self.ca, serial=n.id,
+                                       san=f"IP:127.0.0.{n.id}")
+            ks = certs / f"broker{n.id}-keystore.pem"
+            ks.write_text(cert.key.read_text() + cert.cert.read_text())
+            self.keystores[n.id] = ks
+        for user, pw in self.USERS.items():
+            self.format_args += ["--add-scram", f"SCRAM-SHA-512=[name={user},password={pw}]"]
+
+    def host_of(self, node_id: int) -> str:
+        return f"127.0.0.{node_id}"
+
+    @property
+    def broker_bootstrap(self) -> str:
+        return ",".join(f"{self.host_of(n.id)}:{n.client_port}" for n in self.nodes)
+
+    def write_configs(self) -> None:
+        super().write_configs()
+        plain_users = " ".join(f'user_{u}="{p}"' for u, p in self.USERS.items())
+        for n in self.nodes:
+            props = dict(line.split("=", 1) for line in n.config.read_text().splitlines() if line)
+            h = self.host_of(n.id)
+            props["listeners"] = props["listeners"].replace(f"CLIENT://{HOST}:", f"CLIENT://{h}:")
+            props["advertised.listeners"] = props["advertised.listeners"].replace(
+                f"CLIENT://{HOST}:", f"CLIENT://{h}:")
+            props["listener.security.protocol.map"] = props[
+                "listener.security.protocol.map"].replace("CLIENT:PLAINTEXT", "CLIENT:SASL_SSL")
+            props.update({
+                "ssl.keystore.type": "PEM", "ssl.keystore.location": str(self.keystores[n.id]),
+                "ssl.truststore.type": "PEM", "ssl.truststore.location": str(self.ca.cert),
+                "listener.name.client.sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
+                "listener.name.client.scram-sha-512.sasl.jaas.config":
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+                "listener.name.client.plain.sasl.jaas.config":
+                    f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};",
+            })
+            n.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+    def broker_ready(self, node_id: int) -> bool:
+        """The harness's check, with CLIENT on the broker's own address."""
+        import kafka_wire
+        from kafka_cluster import port_open
+        n = self.node(node_id)
+        try:
+            md = kafka_wire.metadata(HOST, n.direct_port, timeout=2.0)
+        except (OSError, ConnectionError, ValueError):
+            return False
+        return len(md["brokers"]) == self.n and port_open(n.client_port, self.host_of(node_id))
 
 
 _PEER = re.compile(r"\s(\S+):(\d+)\s+(\S+):(\d+)\s*$")

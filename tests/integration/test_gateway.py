@@ -38,7 +38,7 @@ sys.path.insert(0, str(HERE))
 import clients  # noqa: E402
 import kafka_wire  # noqa: E402
 from admin_client import get_json  # noqa: E402
-from gateway_env import ClientNetns, Gateway, GatewayCluster, broker_peers  # noqa: E402
+from gateway_env import ClientNetns, Gateway, GatewayCluster, broker_peers, start_cluster  # noqa: E402
 from kafka_cluster import HOST, kadmit_bin, port_base, port_open  # noqa: E402
 
 OFFSET = 500
@@ -177,7 +177,7 @@ def gw(request):
             java = ex.submit(clients.run, ["javac", "-nowarn", "-cp", f"{c.home}/libs/*", "-d",
                                            str(d / "java"), str(HERE / "java" / "GatewayClient.java")],
                              180)
-            c.start()
+            start_cluster(c)
             java.result()
         e.java = d / "java"
         e.write_policy({b: 100000 for b in (1, 2, 3)})

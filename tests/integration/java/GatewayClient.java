@@ -8,7 +8,7 @@
 //   GatewayClient txn      BOOTSTRAP TOPIC TXID COUNT      -> COMMITTED COUNT (then aborts COUNT more)
 //   GatewayClient readcommitted BOOTSTRAP TOPIC GROUP COUNT -> CONSUMED COUNT (read_committed)
 //
-// Extra client properties come from the environment: GW_CLIENT_PROPS="k=v;k=v" (TLS, SASL).
+// Extra client properties come from the environment: GW_CLIENT_PROPS, one k=v a line (TLS, SASL).
 import java.time.Duration;
 import java.util.Collections;
 import java.util.Properties;
@@ -33,7 +33,7 @@ public class GatewayClient {
         props.put("request.timeout.ms", "30000");
         String extra = System.getenv("GW_CLIENT_PROPS");
         if (extra != null) {
-            for (String kv : extra.split(";")) {
+            for (String kv : extra.split("\n")) {
                 int eq = kv.indexOf('=');
                 if (eq > 0)
                     props.put(kv.substring(0, eq), kv.substring(eq + 1));
