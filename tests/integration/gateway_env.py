@@ -19,8 +19,11 @@ import re
 import signal
 import subprocess
 import time
+import sys
 from pathlib import Path
 
+# The cluster harness, also when this file runs as a script (scripts/run.sh gateway).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "harness"))
 from kafka_cluster import HOST, KafkaCluster, port_base, tail, with_cluster_secret
 
 # Ports of the gateway, offset by $KADMIT_TEST_PORT_BASE like every other port: the bootstrap,
@@ -168,7 +171,7 @@ class Gateway:
         env = with_cluster_secret(self.argv, None)
         env.setdefault("ASAN_OPTIONS", "abort_on_error=0:halt_on_error=1:detect_leaks=1")
         self.p = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=open(self.log, "ab"),
-                                  stderr=subprocess.STDOUT, env=env)
+                                  stderr=subprocess.STDOUT, env=env, start_new_session=True)
         deadline = time.monotonic() + timeout
         # Ready once it serves every broker (its own metadata view came in).
         while self.log_text().count("gateway: serving a broker") < len(self.cluster.nodes):
@@ -282,3 +285,67 @@ def broker_peers(ports: set[int]) -> list[tuple[str, int, str, int]]:
         if m and int(m.group(2)) in ports:
             peers.append((m.group(1), int(m.group(2)), m.group(3), int(m.group(4))))
     return peers
+
+
+# --- CLI: scripts/run.sh gateway ---------------------------------------------------------------
+
+DEMO_NS, DEMO_SUBNET = "demo", 30
+
+
+def _cli(argv: list[str] | None = None) -> int:
+    import argparse
+    import json
+    from kafka_cluster import ensure_kafka, kadmit_bin
+    ap = argparse.ArgumentParser(description="3 unmodified brokers, a kadmit gateway in front, "
+                                 f"clients in the network namespace kgw-{DEMO_NS}")
+    ap.add_argument("command", choices=["start", "stop"])
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--policy", help="the gateway's --policy file (start)")
+    args = ap.parse_args(argv)
+    d = Path(args.dir).resolve()
+    meta = d / "gateway.json"
+    ns = ClientNetns(DEMO_NS, DEMO_SUBNET)
+    if args.command == "stop":
+        saved = json.loads(meta.read_text()) if meta.exists() else {}
+        pid = saved.get("pid")
+        if pid:
+            try:
+                os.kill(pid, signal.SIGTERM)
+                for _ in range(200):
+                    os.kill(pid, 0)
+                    time.sleep(0.1)
+            except ProcessLookupError:
+                pass
+        if saved:
+            GatewayCluster(d, 3, saved["port_base"]).stop()
+        ns.delete()
+        meta.unlink(missing_ok=True)
+        print("stopped")
+        return 0
+    if meta.exists():
+        print(f"already running ({meta}); stop it first", file=sys.stderr)
+        return 1
+    d.mkdir(parents=True, exist_ok=True)
+    ensure_kafka()
+    c = GatewayCluster(d, 3)
+    start_cluster(c)
+    ns.create()
+    extra = ("--policy", args.policy, "--ledger", "on") if args.policy else ()
+    g = Gateway(kadmit_bin(), c, d, ns.host_ip, extra=extra)
+    try:
+        g.start()
+    except BaseException:
+        g.stop()
+        c.stop()
+        ns.delete()
+        raise
+    meta.write_text(json.dumps({"pid": g.p.pid, "port_base": c.port_base,
+                                "bootstrap": g.bootstrap, "namespace": ns.name,
+                                "admin": f"{HOST}:{g.admin_port}",
+                                "brokers": c.broker_bootstrap}))
+    print(f"gateway {g.bootstrap} (namespace {ns.name}), brokers {c.broker_bootstrap}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_cli())
