@@ -771,7 +771,8 @@ int ka_relay_resume(ka_leg_t *leg)
 {
     ka_session_t *s = leg->session;
     if (s->state == KA_SESSION_CLOSING ||
-        (leg->pause & (KA_PAUSE_POOL | KA_PAUSE_SASL | KA_PAUSE_DEFER | KA_PAUSE_ROUTE)))
+        (leg->pause &
+         (KA_PAUSE_POOL | KA_PAUSE_SASL | KA_PAUSE_DEFER | KA_PAUSE_ROUTE | KA_PAUSE_TLS)))
         return 1;
     if (leg->deferred != NULL && resume_deferred(leg))
         return 1;

@@ -62,9 +62,14 @@ def start_cluster(c: KafkaCluster, attempts: int = 3) -> None:
     for attempt in range(attempts):
         try:
             c.start()
-            return
+            # A broker can answer on DIRECT and CLIENT and still die on its INTERNAL port.
+            time.sleep(3)
+            dead = [n.id for n in c.nodes if not n.proc.alive()]
+            if not dead:
+                return
+            raise RuntimeError(f"brokers {dead} exited after starting")
         except RuntimeError:
-            logs = "".join(tail(n.log, 200) for n in c.nodes)
+            logs = "".join(tail(n.log, 400) for n in c.nodes)
             c.stop()
             if "Address already in use" not in logs or attempt == attempts - 1:
                 raise

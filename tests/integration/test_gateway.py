@@ -198,14 +198,15 @@ def gw(request):
         yield e
         failed = request.session.testsfailed > before
     finally:
-        for g in e.gateways:
-            g.stop()
+        codes = {g.name: g.stop() for g in e.gateways}
         c.stop()
         ns.delete()
         if failed:
             sys.stderr.write(f"\ngateway: cluster dir kept: {d}\n")
         else:
             shutil.rmtree(d, ignore_errors=True)
+    # SIGTERM drains: every gateway exits 0 (listeners, sessions and its metadata client closed).
+    assert all(rc == 0 for rc in codes.values()), codes
 
 
 @pytest.fixture(autouse=True)

@@ -177,7 +177,8 @@ def env(request):
             "--metadata-sasl-password-file", str(pw),
             "--policy", str(e.policy_file), "--ledger", "on",
             "--ledger-bootstrap", f"{c.host_of(1)}:{c.nodes[0].client_port}",
-            "--ledger-timeout-ms", "3000", "--ledger-intent-ttl-ms", "30000")).start()
+            "--ledger-timeout-ms", "3000", "--ledger-intent-ttl-ms", "30000"))
+        e.g.start()
         deadline = time.monotonic() + 90
         while e.rdk_create(uniq("warmup"), 1)[0] != 0:
             assert time.monotonic() < deadline, "the gateway never admits:\n" + e.g.log_text()[-3000:]
@@ -186,20 +187,24 @@ def env(request):
         yield e
         failed = request.session.testsfailed > before
     finally:
-        if e.g is not None:
-            e.g.stop()
+        rc = e.g.stop() if e.g is not None else 0
         c.stop()
         ns.delete()
         if failed:
             sys.stderr.write(f"\ngateway tls: cluster dir kept: {d}\n")
         else:
             shutil.rmtree(d, ignore_errors=True)
+    assert rc == 0, f"the gateway exited {rc} on SIGTERM"
 
 
 @pytest.fixture(autouse=True)
 def _alive(env):
     yield
     assert env.g.alive(), env.g.log_text()[-3000:]
+    # Every broker connection's TLS handshake succeeds: a client's first request that came
+    # with its handshake waits for the broker's handshake too (clients would retry, and hide it).
+    failed = [l for l in env.g.log_text().splitlines() if "TLS handshake with upstream failed" in l]
+    assert not failed, failed[:5]
 
 
 def test_brokers_are_unreachable_and_metadata_names_sni_hosts(env: Env):
