@@ -55,10 +55,10 @@ class GatewayCluster(KafkaCluster):
         return {p for n in self.nodes for p in (n.client_port, n.direct_port, n.internal_port)}
 
 
-def start_cluster(c: KafkaCluster, attempts: int = 3) -> None:
+def start_cluster(c: KafkaCluster, attempts: int = 4) -> None:
     """c.start(), again when a broker could not bind a port: with a port base that puts the
     brokers' ports in the ephemeral range, another process's outgoing connection may hold one
-    for a while."""
+    (in TIME_WAIT up to a minute after it closed)."""
     for attempt in range(attempts):
         try:
             c.start()
@@ -73,7 +73,7 @@ def start_cluster(c: KafkaCluster, attempts: int = 3) -> None:
             c.stop()
             if "Address already in use" not in logs or attempt == attempts - 1:
                 raise
-            time.sleep(5)
+            time.sleep(20)
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -172,7 +172,19 @@ class Gateway:
     def broker_port(self, node_id: int) -> int:
         return self.port_base + node_id
 
-    def start(self, timeout: float = 20.0) -> "Gateway":
+    def start(self, timeout: float = 20.0, attempts: int = 3) -> "Gateway":
+        """Starts it; again when a port was taken (another process's outgoing connection may
+        hold a port of the ephemeral range for a while)."""
+        for attempt in range(attempts):
+            try:
+                return self._start(timeout)
+            except RuntimeError as e:
+                if "address already in use" not in str(e) or attempt == attempts - 1:
+                    raise
+                time.sleep(3)
+        return self
+
+    def _start(self, timeout: float) -> "Gateway":
         env = with_cluster_secret(self.argv, None)
         env.setdefault("ASAN_OPTIONS", "abort_on_error=0:halt_on_error=1:detect_leaks=1")
         self.p = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=open(self.log, "ab"),

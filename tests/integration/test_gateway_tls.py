@@ -10,7 +10,7 @@ limits clients log in as `kadmit` (--metadata-sasl-*), the latter straight to th
 (--ledger-bootstrap). Clients run in the namespace kgw-sni, whose /etc/hosts points the
 kafka.test names at the gateway.
 
-Its own cluster on ports $KADMIT_TEST_PORT_BASE + 600. Needs root (network namespaces).
+Its own cluster on ports $KADMIT_TEST_PORT_BASE + 800. Needs root (network namespaces).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from admin_client import get_json  # noqa: E402
 from gateway_env import ClientNetns, Gateway, SecureGatewayCluster, start_cluster  # noqa: E402
 from kafka_cluster import HOST, kadmit_bin, port_base, port_open  # noqa: E402
 
-OFFSET = 600
+OFFSET = 800
 DOMAIN = "kafka.test"
 REJECT = "Cannot satisfy request without exceeding the max.broker.partitions limit"
 NS_CLIENT = HERE / "gateway_ns_client.py"
