@@ -20,15 +20,7 @@
 
 #define MiB (1024ull * 1024ull)
 
-typedef int (*setter_fn)(ka_config_t *cfg, const char *value, char *err, size_t errlen);
-
-typedef struct option {
-    const char *flag; /* without the leading dashes */
-    const char *env;
-    setter_fn set; /* NULL for --help and --version */
-    const char *meta;
-    const char *help;
-} option_t;
+typedef ka_config_option_t option_t;
 
 static int set_listen(ka_config_t *c, const char *v, char *e, size_t n)
 {
@@ -47,7 +39,7 @@ static int set_broker_address(ka_hostport_t *field, const char *v, char *e, size
 
 static int set_upstream(ka_config_t *c, const char *v, char *e, size_t n)
 {
-    return set_broker_address(&c->upstream, v, e, n);
+    return ka_config_parse_upstreams(c, v, e, n);
 }
 
 static int set_log_level(ka_config_t *c, const char *v, char *e, size_t n)
@@ -414,7 +406,8 @@ static const option_t options[] = {
     {"listen", "KADMIT_LISTEN", set_listen, "HOST:PORT",
      "where Kafka clients connect (default 0.0.0.0:9092)"},
     {"upstream", "KADMIT_UPSTREAM", set_upstream, "HOST:PORT",
-     "the broker's client listener (required)"},
+     "the broker's client listener; gateway mode: bootstrap brokers, comma-separated "
+     "(required)"},
     {"log-level", "KADMIT_LOG_LEVEL", set_log_level, "LEVEL",
      "error, warn, info or debug (default info)"},
     {"log-format", "KADMIT_LOG_FORMAT", set_log_format, "FORMAT",
@@ -672,11 +665,18 @@ int ka_config_parse_hostport(const char *s, ka_hostport_t *out, char *e, size_t 
     return 0;
 }
 
+/* The i-th row of both tables: the general options, then the gateway's. */
+static const option_t *option_at(size_t i)
+{
+    return i < NOPTIONS ? &options[i] : &ka_config_gateway_options[i - NOPTIONS];
+}
+#define NALL (NOPTIONS + ka_config_gateway_option_count)
+
 static const option_t *find_option(const char *name, size_t len)
 {
-    for (size_t i = 0; i < NOPTIONS; i++) {
-        if (strlen(options[i].flag) == len && strncmp(options[i].flag, name, len) == 0)
-            return &options[i];
+    for (size_t i = 0; i < NALL; i++) {
+        if (strlen(option_at(i)->flag) == len && strncmp(option_at(i)->flag, name, len) == 0)
+            return option_at(i);
     }
     return NULL;
 }
@@ -687,13 +687,14 @@ int ka_config_parse(ka_config_t *cfg, int argc, char **argv, char *err, size_t e
     int rc;
 
     ka_config_defaults(cfg);
-    for (size_t i = 0; i < NOPTIONS; i++) {
-        const char *v = options[i].env ? getenv(options[i].env) : NULL;
-        if (v == NULL || options[i].set == NULL)
+    for (size_t i = 0; i < NALL; i++) {
+        const option_t *o = option_at(i);
+        const char *v = o->env ? getenv(o->env) : NULL;
+        if (v == NULL || o->set == NULL)
             continue;
         why[0] = '\0';
-        if ((rc = options[i].set(cfg, v, why, sizeof(why))) < 0) {
-            snprintf(err, errlen, "%s=%s: %s", options[i].env, v, why);
+        if ((rc = o->set(cfg, v, why, sizeof(why))) < 0) {
+            snprintf(err, errlen, "%s=%s: %s", o->env, v, why);
             return rc;
         }
     }
@@ -737,6 +738,8 @@ int ka_config_parse(ka_config_t *cfg, int argc, char **argv, char *err, size_t e
         snprintf(err, errlen, "--upstream HOST:PORT is required (or KADMIT_UPSTREAM)");
         return KA_EINVALID;
     }
+    if ((rc = ka_config_gateway_check(cfg, err, errlen)) < 0)
+        return rc;
     if ((rc = check_combinations(cfg, err, errlen)) < 0)
         return rc;
     return KA_CONFIG_RUN;
@@ -755,13 +758,14 @@ void ka_config_usage(void *stream)
     FILE *f = stream;
     fprintf(f, "usage: kadmit --upstream HOST:PORT [options]\n\n"
                "A Kafka-protocol admission proxy in front of one broker.\n\n");
-    for (size_t i = 0; i < NOPTIONS; i++) {
+    for (size_t i = 0; i < NALL; i++) {
+        const option_t *o = option_at(i);
         char left[64];
-        snprintf(left, sizeof(left), "--%s%s%s", options[i].flag, options[i].meta ? " " : "",
-                 options[i].meta ? options[i].meta : "");
-        fprintf(f, "  %-28s %s\n", left, options[i].help);
-        if (options[i].env)
-            fprintf(f, "  %-28s env %s\n", "", options[i].env);
+        snprintf(left, sizeof(left), "--%s%s%s", o->flag, o->meta ? " " : "",
+                 o->meta ? o->meta : "");
+        fprintf(f, "  %-28s %s\n", left, o->help);
+        if (o->env)
+            fprintf(f, "  %-28s env %s\n", "", o->env);
     }
     fprintf(f, "\nFlags win over environment variables. Sizes accept KiB, MiB, GiB, KB, MB, GB.\n");
 }

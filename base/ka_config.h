@@ -16,6 +16,11 @@
 #include "ka_log.h"
 
 #define KA_CONFIG_HOST_MAX 256
+/* Gateway mode (docs/gateway.md): bootstrap brokers and explicit ports. */
+#define KA_GW_MAX_UPSTREAMS 16
+#define KA_GW_MAX_PORT_MAP  256
+
+enum ka_mode { KA_MODE_SIDECAR = 0, KA_MODE_GATEWAY = 1 };
 
 /* A HOST:PORT pair as given; resolution happens at startup, not here. */
 typedef struct ka_hostport {
@@ -82,6 +87,22 @@ typedef struct ka_config {
     char cluster_secret_file[4096];
     char cluster_secret[4096];
     size_t cluster_secret_len;
+    /* Gateway mode (ka_config_gateway.c, docs/gateway.md): kadmit in front
+     * of a whole cluster whose brokers it may not reconfigure. */
+    int mode; /* enum ka_mode, --mode (default sidecar) */
+    /* --upstream as a list: in gateway mode the bootstrap brokers; upstream
+     * above is the first of them. */
+    ka_hostport_t upstreams[KA_GW_MAX_UPSTREAMS];
+    int upstream_count;
+    uint32_t gw_port_base; /* --gateway-port-base: broker id i on port base + i; 0 = unset */
+    struct {
+        int32_t node_id;
+        uint16_t port;
+    } gw_port_map[KA_GW_MAX_PORT_MAP]; /* --gateway-port-map ID=PORT,... */
+    int gw_port_map_count;
+    char gw_sni_domain[200];  /* --gateway-sni-domain: SNI broker-<id>.DOMAIN routes to id */
+    char advertise_host[256]; /* --advertise-host: the host responses carry; "" = --listen's */
+    uint16_t advertise_port;  /* --advertise-port (SNI mode): 0 = the listen port */
 } ka_config_t;
 
 /* What ka_config_parse asks the caller to do besides running. */
@@ -131,6 +152,24 @@ int ka_config_load_cluster_secret(ka_config_t *cfg, size_t min_len, char *err, s
 
 /* "HOST:PORT" of the admin API ("[v6]:PORT" for IPv6 literals). */
 void ka_config_admin_address(const ka_config_t *cfg, char *out, size_t cap);
+
+/* ka_config_gateway.c: the gateway options' rows, and their checks (0 or a
+ * negative ka_err with a sentence in err), run after every option is set. */
+typedef int (*ka_config_setter_fn)(ka_config_t *cfg, const char *value, char *err, size_t errlen);
+typedef struct ka_config_option {
+    const char *flag; /* without the leading dashes */
+    const char *env;
+    ka_config_setter_fn set; /* NULL for --help and --version */
+    const char *meta;
+    const char *help;
+} ka_config_option_t;
+extern const ka_config_option_t ka_config_gateway_options[];
+extern const size_t ka_config_gateway_option_count;
+int ka_config_gateway_check(ka_config_t *cfg, char *err, size_t errlen);
+/* "HOST:PORT[,HOST:PORT...]" into cfg->upstreams (and cfg->upstream, the first). */
+int ka_config_parse_upstreams(ka_config_t *cfg, const char *v, char *err, size_t errlen);
+/* The port broker node_id is served on, or 0 when it has none (port or SNI mode). */
+int ka_config_gateway_port(const ka_config_t *cfg, int32_t node_id);
 
 /* Writes the --help text. */
 void ka_config_usage(void *stream);

@@ -66,6 +66,17 @@ typedef struct ka_metrics {
     uint64_t idle_timeouts;        /* closed by --idle-timeout */
     uint64_t stalled_readers;      /* closed by --stalled-reader-timeout-ms */
     uint64_t upstream_connect_failures;
+    /* Gateway mode (proxy/ka_gateway.c). */
+    uint64_t gw_brokers;          /* brokers the gateway serves (gauge) */
+    uint64_t gw_listeners_opened; /* broker listeners opened ... */
+    uint64_t gw_listeners_closed; /* ... and closed (broker left, drain) */
+    uint64_t gw_listen_failures;  /* a broker's gateway port could not be bound */
+    uint64_t gw_rewritten;        /* responses whose broker endpoints were rewritten */
+    uint64_t gw_unchanged;        /* held for the rewrite, forwarded as they were */
+    uint64_t gw_rewrite_errors;   /* did not parse (forwarded unchanged) or did not fit */
+    uint64_t gw_unmapped;         /* endpoints of broker ids with no gateway port */
+    uint64_t gw_closed_left;      /* connections closed because their broker left */
+    uint64_t gw_route_failures;   /* connections closed: no address known for their broker */
     uint64_t bytes_client_to_broker;
     uint64_t bytes_broker_to_client;
     uint64_t frames_client_to_broker;

@@ -25,6 +25,7 @@
 #include "ka_configs_hook.h"
 #include "ka_engine.h"
 #include "ka_error.h"
+#include "ka_gateway_feed.h"
 #include "ka_log.h"
 #include "ka_own_mac.h"
 #include "ka_policy_file.h"
@@ -504,6 +505,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "kadmit: %s\n", err);
         return 1;
     }
+    /* Gateway mode: the broker list that opens and closes broker ports. */
+    ka_gateway_feed_t *feed = NULL;
+    if (ka_gateway_feed_start(srv, &feed, err, sizeof(err)) < 0) {
+        fprintf(stderr, "kadmit: %s\n", err);
+        return 1;
+    }
     admin_state_t admin = {.srv = srv, .ps = ps->open ? ps : NULL};
     ka_admin_ops_t ops;
     int exit_code = 0;
@@ -515,6 +522,7 @@ int main(int argc, char **argv)
     }
     uv_run(loop, UV_RUN_DEFAULT);
     admin_close(&admin);
+    ka_gateway_feed_stop(feed);
     ka_policy_reload_close(ps);
     uv_run(loop, UV_RUN_DEFAULT);
     ka_configs_stop(configs);

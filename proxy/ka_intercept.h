@@ -84,6 +84,9 @@ typedef struct ka_intercept_entry {
     void (*cancel)(void *user, void *arg);
     /* Frees a verdict's state; NULL when the handler never attaches any. */
     void (*free_state)(void *user, void *state);
+    /* When set, only responses to the versions it accepts are held for
+     * on_response (gateway mode: the versions that carry broker endpoints). */
+    int (*response_wanted)(int16_t api_key, int16_t api_version);
 } ka_intercept_entry_t;
 
 typedef struct ka_intercept_table {

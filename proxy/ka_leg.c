@@ -106,7 +106,7 @@ void ka_leg_update_reading(ka_leg_t *leg)
 {
     ka_session_t *s = leg->session;
     int want = leg->open && !leg->eof && leg->pause == 0 && leg->parked == NULL &&
-               s->state == KA_SESSION_RELAYING;
+               (s->state == KA_SESSION_RELAYING || (leg->is_client && s->sni_wait));
     if (want && leg->tls_more) {
         /* Records already read wait in the TLS engine: drain them first. */
         ka_leg_schedule_resume(leg);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ka_gateway.h"
 #include "ka_proxy_internal.h"
 
 static uint64_t now_ns(void)
@@ -93,17 +94,32 @@ static void session_closed_cb(ka_session_t *s)
     drain_finish_if_done(srv);
 }
 
-static void accept_one(ka_server_t *srv)
+static void accept_from(ka_server_t *srv, uv_stream_t *listener, int32_t node_id)
 {
     srv->accepts_this_turn++;
     ka_session_t *s = ka_session_new(srv, session_closed_cb);
     if (s == NULL)
         return;
+    s->target_node = node_id;
     s->next = srv->sessions;
     if (srv->sessions)
         srv->sessions->prev = s;
     srv->sessions = s;
-    ka_session_accept(s, (uv_stream_t *)&srv->listener);
+    ka_session_accept(s, listener);
+}
+
+static void accept_one(ka_server_t *srv)
+{
+    accept_from(srv, (uv_stream_t *)&srv->listener, KA_GW_ANY_BROKER);
+}
+
+/* A gateway broker listener: few connections (one per client and broker), so
+ * no per-turn pacing; --max-connections still applies in the session. */
+void ka_server_accept_on(ka_server_t *srv, uv_stream_t *listener, int32_t node_id)
+{
+    if (srv->draining)
+        return;
+    accept_from(srv, listener, node_id);
 }
 
 static void connection_cb(uv_stream_t *listener, int status)
@@ -158,6 +174,8 @@ static int server_init(ka_server_t *srv, uv_loop_t *loop, const ka_config_t *cfg
         return rc;
     if ((rc = ka_server_tls_init(srv, err, errlen)) < 0)
         return rc;
+    if (cfg->mode == KA_MODE_GATEWAY && (rc = ka_gateway_init(srv, err, errlen)) < 0)
+        return rc;
 
     uv_idle_init(loop, &srv->resume_idle);
     srv->resume_idle.data = srv;
@@ -192,6 +210,7 @@ int ka_server_new(uv_loop_t *loop, const ka_config_t *cfg, ka_server_t **out, ch
     if (rc < 0) {
         /* Before any handle exists (resolution, TLS files): nothing to close. */
         ka_server_tls_free(srv);
+        ka_gateway_free(srv);
         free(srv);
         return rc;
     }
@@ -230,6 +249,8 @@ int ka_server_listen(ka_server_t *srv, char *err, size_t errlen)
         }
     }
     srv->listen_port = port;
+    if (srv->gateway != NULL && (rc = ka_gateway_listen(srv, err, errlen)) < 0)
+        return rc;
     ka_log(KA_LOG_INFO, "listening", KA_KS("address", host), KA_KI("port", port),
            KA_KS("upstream", srv->upstream_name), KA_KI("buffer_memory", srv->cfg->buffer_memory),
            KA_KI("max_frame_bytes", srv->cfg->max_frame_bytes),
@@ -248,6 +269,7 @@ void ka_server_drain(ka_server_t *srv)
         srv->listening = 0;
         uv_close((uv_handle_t *)&srv->listener, NULL);
     }
+    ka_gateway_drain(srv);
     uv_idle_stop(&srv->accept_idle);
     for (ka_session_t *s = srv->sessions; s; s = s->next) {
         if (s->state != KA_SESSION_CLOSING)
@@ -286,6 +308,7 @@ void ka_server_close(ka_server_t *srv)
     uv_run(srv->loop, UV_RUN_NOWAIT);
     ka_server_tls_free(srv);
     ka_output_cache_free(srv);
+    ka_gateway_free(srv);
 }
 
 void ka_server_free(ka_server_t *srv)
@@ -306,6 +329,11 @@ const ka_config_t *ka_server_config(const ka_server_t *srv)
 int ka_server_listen_port(const ka_server_t *srv)
 {
     return srv->listen_port;
+}
+
+int ka_server_is_gateway(const ka_server_t *srv)
+{
+    return srv->gateway != NULL;
 }
 
 int ka_server_draining(const ka_server_t *srv)

@@ -67,4 +67,18 @@ struct ka_admission *ka_server_admission(const ka_server_t *srv);
 /* Called once when a drain starts (SIGTERM/SIGINT), e.g. to close the admin server. */
 void ka_server_on_drain(ka_server_t *srv, void (*cb)(void *arg), void *arg);
 
+/* Gateway mode (proxy/ka_gateway.h): one broker of the cluster as kadmit's
+ * own metadata view lists it. */
+typedef struct ka_gw_broker_addr {
+    int32_t node_id;
+    ka_slice_t host; /* points into the caller's answer, for the call only */
+    int32_t port;
+} ka_gw_broker_addr_t;
+/* The cluster's whole broker list, on every refresh of the view: a new broker
+ * gets its port, one gone from two lists in a row has its listener and its
+ * connections closed. No-op outside gateway mode. */
+void ka_server_gateway_brokers(ka_server_t *srv, const ka_gw_broker_addr_t *list, size_t n);
+/* Nonzero in gateway mode. */
+int ka_server_is_gateway(const ka_server_t *srv);
+
 #endif

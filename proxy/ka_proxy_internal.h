@@ -85,6 +85,7 @@ enum ka_leg_pause {
     KA_PAUSE_DEFER = 1 << 4,        /* a held request waits for its handler (DEFER) */
     KA_PAUSE_TLS = 1 << 5,          /* client leg: the upstream TLS handshake is not done */
     KA_PAUSE_INFLIGHT = 1 << 6,     /* --max-inflight requests await their responses */
+    KA_PAUSE_ROUTE = 1 << 7,        /* client leg, gateway SNI mode: the upstream is not chosen */
 };
 
 struct ka_leg {
@@ -222,7 +223,21 @@ struct ka_session {
     int warned_unknown_api;  /* logged one unknown API key already */
     char peer[64];           /* client address, for log lines */
     ka_session_auth_t auth;  /* the connection's principal */
+    /* Where the upstream leg goes: the server's --upstream for a sidecar; in
+     * gateway mode the broker of the listener that accepted the client
+     * (KA_GW_ANY_BROKER: the bootstrap), resolved by ka_gateway_route. */
+    int32_t target_node;
+    struct sockaddr_storage target_addr;
+    char upstream_name[300]; /* HOST:PORT of target_addr, for log lines */
+    char tls_name[256];      /* upstream TLS: SNI and the name verified ("" = the source's) */
+    /* Gateway SNI mode: the upstream is chosen once the client's TLS
+     * handshake names its broker; until then the client leg reads the
+     * handshake only (CONNECTING) and parks what follows (KA_PAUSE_ROUTE). */
+    int sni_wait;
 };
+
+/* A session of the bootstrap listener: any live broker. */
+#define KA_GW_ANY_BROKER (-1)
 
 struct ka_server {
     uv_loop_t *loop;
@@ -273,7 +288,13 @@ struct ka_server {
     uv_timer_t tls_reload_timer;         /* polls the certificate files for changes */
     ka_upstream_security_t mdc_security; /* TLS and SASL of kadmit's own metadata connection */
     int tls_timer_open;
+
+    struct ka_gateway *gateway; /* gateway mode (ka_gateway.c), else NULL */
 };
+
+/* ka_listener.c: accepts a connection from a gateway broker listener, whose
+ * session goes to broker node_id (ka_gateway.c). */
+void ka_server_accept_on(ka_server_t *srv, uv_stream_t *listener, int32_t node_id);
 
 /* ka_session.c (called by the listener; the relay's version refusal still calls
  * ka_session_close by name, until that call site is replaced) */
@@ -284,6 +305,8 @@ int ka_session_accept(ka_session_t *s, uv_stream_t *listener);
 void ka_session_close(ka_session_t *s, enum ka_log_level level, const char *why,
                       const char *detail);
 void ka_session_drain(ka_session_t *s);
+/* Gateway SNI mode: the client's TLS handshake is done; route by its SNI and connect. */
+void ka_session_sni_routed(ka_session_t *s);
 /* A held request started on the client leg: close the session if it is not
  * whole within --held-request-timeout-ms. */
 void ka_session_watch_held(ka_session_t *s);
@@ -302,6 +325,8 @@ void ka_relay_process(ka_leg_t *src, ka_pbuf_t *pb, size_t off, size_t len);
 /* Continues after a pause; nonzero when the leg must still wait (or the session closed). */
 int ka_relay_resume(ka_leg_t *leg);
 void ka_relay_release(ka_leg_t *leg);
+/* Keeps bytes read while the leg may not process them (ka_session_tls.c, SNI routing). */
+void ka_relay_park(ka_leg_t *leg, ka_pbuf_t *pb, size_t off, size_t len);
 /* ka_relay_hold.c: a held frame's memory, taken as its bytes arrive. Grows the
  * buffer for at least one more read (0, or KA_ENOMEM: then wait for it). */
 int ka_relay_hold_grow(ka_leg_t *leg);

@@ -48,6 +48,11 @@ static void park(ka_leg_t *leg, ka_pbuf_t *pb, size_t off, size_t len)
     ka_leg_update_reading(leg);
 }
 
+void ka_relay_park(ka_leg_t *leg, ka_pbuf_t *pb, size_t off, size_t len)
+{
+    park(leg, pb, off, len);
+}
+
 void ka_relay_release(ka_leg_t *leg)
 {
     ka_pool_t *pool = &leg->session->server->pool;
@@ -175,7 +180,9 @@ static uint32_t request_flags(ka_session_t *s, const ka_frame_header_t *h, int b
 {
     const ka_intercept_entry_t *ie = ka_intercept_lookup(&s->server->intercept, h->api_key);
     uint32_t flags = 0;
-    if (buffer_response || (ie && ie->buffer_response && ie->on_response))
+    if (buffer_response ||
+        (ie && ie->buffer_response && ie->on_response &&
+         (!ie->response_wanted || ie->response_wanted(h->api_key, h->api_version))))
         flags |= KA_INFLIGHT_BUFFER_RESPONSE;
     if (h->api_key == KA_API_SASL_HANDSHAKE)
         flags |=
@@ -764,7 +771,8 @@ int ka_relay_resume(ka_leg_t *leg)
 {
     ka_session_t *s = leg->session;
     if (s->state == KA_SESSION_CLOSING ||
-        (leg->pause & (KA_PAUSE_POOL | KA_PAUSE_SASL | KA_PAUSE_DEFER)))
+        (leg->pause &
+         (KA_PAUSE_POOL | KA_PAUSE_SASL | KA_PAUSE_DEFER | KA_PAUSE_ROUTE | KA_PAUSE_TLS)))
         return 1;
     if (leg->deferred != NULL && resume_deferred(leg))
         return 1;

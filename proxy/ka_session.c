@@ -14,15 +14,18 @@
  * session_advance decides in one place whether a half-close is due and
  * whether the session is done.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ka_api_table.h"
+#include "ka_gateway.h"
 #include "ka_proxy_internal.h"
 
 #define LEG_OF(handle) ((ka_leg_t *)(handle)->data)
 
 static void session_advance(ka_session_t *s);
+static void connect_upstream(ka_session_t *s);
 
 static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
@@ -180,10 +183,16 @@ static void timer_cb(uv_timer_t *timer)
     ka_server_t *srv = s->server;
     uint64_t now = uv_now(srv->loop), next = UINT64_MAX;
 
+    if (s->state == KA_SESSION_CONNECTING && s->sni_wait) {
+        ka_log(KA_LOG_WARN, "gateway: no TLS handshake from the client in time, closing",
+               KA_KI("session", s->id), KA_KS("peer", s->peer));
+        ka_session_close(s, KA_LOG_DEBUG, "closing client", NULL);
+        return;
+    }
     if (s->state == KA_SESSION_CONNECTING) {
         srv->metrics.upstream_connect_failures++;
         ka_log(KA_LOG_WARN, "upstream connect failed", KA_KI("session", s->id),
-               KA_KS("upstream", srv->upstream_name), KA_KS("error", "connection timed out"));
+               KA_KS("upstream", s->upstream_name), KA_KS("error", "connection timed out"));
         ka_session_close(s, KA_LOG_DEBUG, "closing client", NULL);
         return;
     }
@@ -252,12 +261,16 @@ static void connect_cb(uv_connect_t *req, int status)
     if (status < 0) {
         srv->metrics.upstream_connect_failures++;
         ka_log(KA_LOG_WARN, "upstream connect failed", KA_KI("session", s->id),
-               KA_KS("upstream", srv->upstream_name), KA_KS("error", uv_strerror(status)));
+               KA_KS("upstream", s->upstream_name), KA_KS("error", uv_strerror(status)));
         ka_session_close(s, KA_LOG_DEBUG, "closing client", NULL);
         return;
     }
     s->state = KA_SESSION_RELAYING;
     uv_tcp_nodelay(&s->upstream.tcp, 1);
+    if (s->client.pause & KA_PAUSE_ROUTE) {
+        s->client.pause &= ~KA_PAUSE_ROUTE; /* the parked first request can go now */
+        ka_leg_schedule_resume(&s->client);
+    }
     if (srv->tls_upstream != NULL) {
         if (ka_leg_tls_open(&s->upstream) < 0) {
             ka_session_close(s, KA_LOG_ERROR, "out of memory for TLS", NULL);
@@ -315,6 +328,7 @@ ka_session_t *ka_session_new(ka_server_t *srv, ka_session_closed_cb closed_cb)
         return NULL;
     }
     s->server = srv;
+    s->target_node = KA_GW_ANY_BROKER;
     s->events = &session_events;
     s->closed_cb = closed_cb;
     ka_inflight_init(&s->inflight);
@@ -352,19 +366,55 @@ int ka_session_accept(ka_session_t *s, uv_stream_t *listener)
     uv_tcp_nodelay(&s->client.tcp, 1);
     uv_tcp_nodelay(&s->upstream.tcp, 1);
     ka_log(KA_LOG_DEBUG, "connection accepted", KA_KI("session", s->id), KA_KS("peer", s->peer));
+    if (srv->gateway != NULL && srv->cfg->gw_sni_domain[0] && s->client.tls != NULL) {
+        /* SNI mode: the client's TLS hello names the broker; read it first. */
+        s->sni_wait = 1;
+        ka_leg_update_reading(&s->client);
+        uv_timer_start(&s->timer, timer_cb, KA_CONNECT_TIMEOUT_MS, 0);
+        return 0;
+    }
+    connect_upstream(s);
+    return 0;
+}
 
+void ka_session_sni_routed(ka_session_t *s)
+{
+    const char *name = ka_transport_sni(s->client.tls);
+    s->sni_wait = 0;
+    s->target_node = ka_gateway_sni_target(s->server, name);
+    ka_log(KA_LOG_DEBUG, "gateway: routed by SNI", KA_KI("session", s->id),
+           KA_KS("sni", name ? name : ""), KA_KI("broker", s->target_node));
+    uv_timer_stop(&s->timer);
+    connect_upstream(s);
+}
+
+/* Connects the upstream leg to the session's broker (ka_session_accept, or
+ * once SNI has named it); a failure closes the session. */
+static void connect_upstream(ka_session_t *s)
+{
+    ka_server_t *srv = s->server;
+    int rc;
+    if (srv->gateway == NULL) {
+        s->target_addr = srv->upstream_addr;
+        snprintf(s->upstream_name, sizeof(s->upstream_name), "%s", srv->upstream_name);
+    } else if (ka_gateway_route(s) < 0) {
+        srv->metrics.gw_route_failures++;
+        ka_log(KA_LOG_WARN, "gateway: no address known for the broker, closing",
+               KA_KI("session", s->id), KA_KS("peer", s->peer), KA_KI("broker", s->target_node));
+        ka_session_close(s, KA_LOG_DEBUG, "closing client", NULL);
+        return;
+    }
     s->connect_req.data = s;
-    rc = uv_tcp_connect(&s->connect_req, &s->upstream.tcp,
-                        (const struct sockaddr *)&srv->upstream_addr, connect_cb);
+    rc = uv_tcp_connect(&s->connect_req, &s->upstream.tcp, (const struct sockaddr *)&s->target_addr,
+                        connect_cb);
     if (rc < 0) {
         srv->metrics.upstream_connect_failures++;
         ka_log(KA_LOG_WARN, "upstream connect failed", KA_KI("session", s->id),
-               KA_KS("upstream", srv->upstream_name), KA_KS("error", uv_strerror(rc)));
+               KA_KS("upstream", s->upstream_name), KA_KS("error", uv_strerror(rc)));
         ka_session_close(s, KA_LOG_DEBUG, "closing client", NULL);
-        return 0;
+        return;
     }
     uv_timer_start(&s->timer, timer_cb, KA_CONNECT_TIMEOUT_MS, 0);
-    return 0;
 }
 
 void ka_session_drain(ka_session_t *s)

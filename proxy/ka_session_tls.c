@@ -124,7 +124,12 @@ int ka_leg_tls_open(ka_leg_t *leg)
     ka_tls_source_t *src = leg->is_client ? srv->tls_clients : srv->tls_upstream;
     if (src == NULL)
         return 0;
-    if ((leg->tls = ka_transport_new(src)) == NULL)
+    /* A gateway reaches each broker under its own name. */
+    const char *name = !leg->is_client && leg->session->tls_name[0] && srv->gateway != NULL &&
+                               srv->cfg->upstream_server_name[0] == '\0'
+                           ? leg->session->tls_name
+                           : NULL;
+    if ((leg->tls = ka_transport_new_named(src, name)) == NULL)
         return KA_ENOMEM;
     leg->flush_cb = tls_flush_cb;
     return 0;
@@ -158,8 +163,7 @@ static void tls_failed(ka_leg_t *leg)
                                                   : "TLS error from upstream, closing")
                                 : (leg->is_client ? "TLS handshake with client failed"
                                                   : "TLS handshake with upstream failed"),
-           KA_KI("session", s->id),
-           KA_KS("peer", leg->is_client ? s->peer : s->server->upstream_name),
+           KA_KI("session", s->id), KA_KS("peer", leg->is_client ? s->peer : s->upstream_name),
            KA_KS("error", ka_transport_error(leg->tls)));
     s->events->close(s, KA_LOG_DEBUG, "TLS failure", NULL);
 }
@@ -176,6 +180,10 @@ static void handshake_done(ka_leg_t *leg)
            KA_KI("session", s->id), KA_KS("tls", desc));
     if (leg->is_client)
         ka_session_auth_tls(s, leg->tls);
+    if (leg->is_client && s->sni_wait) {
+        leg->pause |= KA_PAUSE_ROUTE; /* what follows waits for the upstream */
+        ka_session_sni_routed(s);
+    }
     if (!leg->is_client) {
         leg->peer->pause &= ~KA_PAUSE_TLS;
         ka_leg_schedule_resume(leg->peer);
@@ -209,6 +217,12 @@ void ka_leg_tls_pump(ka_leg_t *leg)
         }
         if (!leg->tls_established && ka_transport_established(leg->tls))
             handshake_done(leg);
+        if (n > 0 && s->state != KA_SESSION_CLOSING && (leg->pause & KA_PAUSE_ROUTE)) {
+            ka_relay_park(leg, pb, 0, (size_t)n); /* the first request, before the upstream */
+            ka_pbuf_unref(pool, pb);
+            leg->tls_more = ka_transport_has_input(leg->tls);
+            break;
+        }
         if (n > 0 && s->state != KA_SESSION_CLOSING)
             ka_relay_process(leg, pb, 0, (size_t)n);
         ka_pbuf_unref(pool, pb);

@@ -227,6 +227,11 @@ void ka_tls_source_describe(const ka_tls_source_t *src, char *out, size_t cap)
 
 ka_transport_t *ka_transport_new(ka_tls_source_t *src)
 {
+    return ka_transport_new_named(src, NULL);
+}
+
+ka_transport_t *ka_transport_new_named(ka_tls_source_t *src, const char *server_name)
+{
     ka_transport_t *t = calloc(1, sizeof(*t));
     if (t == NULL)
         return NULL;
@@ -243,7 +248,7 @@ ka_transport_t *ka_transport_new(ka_tls_source_t *src)
         return t;
     }
     SSL_set_connect_state(t->ssl);
-    const char *name = src->server_name;
+    const char *name = server_name != NULL ? server_name : src->server_name;
     unsigned char ip[16];
     int is_ip = inet_pton(AF_INET, name, ip) == 1 || inet_pton(AF_INET6, name, ip) == 1;
     if (name[0] != '\0' && !is_ip && SSL_set_tlsext_host_name(t->ssl, name) != 1)
@@ -377,6 +382,11 @@ int ka_transport_has_input(const ka_transport_t *t)
 const char *ka_transport_error(const ka_transport_t *t)
 {
     return t->err[0] ? t->err : "no error";
+}
+
+const char *ka_transport_sni(const ka_transport_t *t)
+{
+    return SSL_get_servername(t->ssl, TLSEXT_NAMETYPE_host_name);
 }
 
 void ka_transport_describe(const ka_transport_t *t, char *out, size_t cap)

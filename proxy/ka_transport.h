@@ -59,6 +59,11 @@ void ka_tls_source_describe(const ka_tls_source_t *src, char *out, size_t cap);
 
 /* A new engine on the source's current context; NULL when out of memory. */
 ka_transport_t *ka_transport_new(ka_tls_source_t *src);
+/* The same, toward a server named server_name (SNI and the name verified)
+ * instead of the source's: a gateway reaches each broker under its own name. */
+ka_transport_t *ka_transport_new_named(ka_tls_source_t *src, const char *server_name);
+/* Server side: the name the client asked for (SNI), or NULL when it sent none. */
+const char *ka_transport_sni(const ka_transport_t *t);
 void ka_transport_free(ka_transport_t *t);
 
 /* Ciphertext read from the socket. Returns 0 or KA_ENOMEM. */

@@ -102,6 +102,8 @@ struct ka_mdc {
     ka_mdc_sasl_t sasl;
     ka_loop_watch_t *watch;
     ka_own_rf_t own_rf; /* kadmit's topics' replication (ka_own_rf.h) */
+    ka_mdc_brokers_cb brokers_cb; /* ka_mdc_set_brokers_cb, or NULL */
+    void *brokers_arg;
 };
 
 static void start_connect(ka_mdc_t *c);
@@ -368,8 +370,11 @@ static void decode_done(uv_work_t *w, int status)
         return;
     if (f->rc < 0)
         fail(c, ka_api_name(KA_METADATA_REQUEST_API_KEY), f->err[0] ? f->err : ka_strerror(f->rc));
-    else
+    else {
+        if (c->brokers_cb != NULL)
+            c->brokers_cb(c->brokers_arg, &f->metadata);
         on_answer(c, KA_METADATA_REQUEST_API_KEY, &f->metadata, NULL, 0);
+    }
     done_on_loop(c, start);
 }
 
@@ -788,6 +793,12 @@ int ka_mdc_start(uv_loop_t *loop, const struct sockaddr *upstream, const char *u
     uv_timer_start(&c->io_timer, reconnect_cb, 0, 0);
     *out = c;
     return 0;
+}
+
+void ka_mdc_set_brokers_cb(ka_mdc_t *c, ka_mdc_brokers_cb cb, void *arg)
+{
+    c->brokers_cb = cb;
+    c->brokers_arg = arg;
 }
 
 void ka_mdc_stop(ka_mdc_t *c)

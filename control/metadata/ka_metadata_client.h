@@ -46,6 +46,8 @@
 #include "ka_pool.h"
 #include "ka_transport.h"
 
+struct ka_metadata_response;
+
 typedef struct ka_mdc ka_mdc_t;
 
 /* view: a new view with one reference for the callee, or NULL after a failed attempt. */
@@ -80,6 +82,10 @@ void ka_mdc_note_request(ka_mdc_t *c);
 int ka_mdc_down(const ka_mdc_t *c);
 /* True once the connection is up and the broker's versions are known. */
 int ka_mdc_connected(const ka_mdc_t *c);
+/* Each decoded Metadata answer, on the loop, before the view is built (gateway
+ * mode reads the brokers' addresses from it); md lives for the call only. */
+typedef void (*ka_mdc_brokers_cb)(void *arg, const struct ka_metadata_response *md);
+void ka_mdc_set_brokers_cb(ka_mdc_t *c, ka_mdc_brokers_cb cb, void *arg);
 /* Closes the connection and timers; the client frees itself once closed. */
 void ka_mdc_stop(ka_mdc_t *c);
 

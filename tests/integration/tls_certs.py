@@ -39,13 +39,14 @@ def make_ca(directory: Path, name: str = "kadmit-test-ca") -> Cert:
 
 
 def make_cert(directory: Path, name: str, ca: Cert, serial: int = 1, cn: str | None = None,
-              client: bool = False) -> Cert:
-    """A leaf signed by ca, written to directory/name.pem and directory/name.key."""
+              client: bool = False, san: str = "IP:127.0.0.1,DNS:localhost") -> Cert:
+    """A leaf signed by ca, written to directory/name.pem and directory/name.key; san: its
+    subject alternative names (e.g. "DNS:*.kafka.test" for a gateway's SNI names)."""
     cn = cn or name
     key, csr, cert = directory / f"{name}.key", directory / f"{name}.csr", directory / f"{name}.pem"
     ext = directory / f"{name}.ext"
     usage = "clientAuth" if client else "serverAuth,clientAuth"
-    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+    ext.write_text(f"subjectAltName={san}\n"
                    f"extendedKeyUsage={usage}\nbasicConstraints=CA:FALSE\n")
     _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
              "-keyout", str(key), "-out", str(csr), "-subj", f"/CN={cn}", cwd=directory)

@@ -1,6 +1,6 @@
 # base/ unit tests: the memory pool, configuration, metrics rendering and log lines.
 set(KA_BASE_TEST_DIR ${CMAKE_CURRENT_LIST_DIR}/base)
-foreach(name pool config metrics)
+foreach(name pool config config_gateway metrics)
   ka_unit_test(test_base_${name} SOURCES ${KA_BASE_TEST_DIR}/test_${name}.c LIBS ka_base)
 endforeach()
 # Log lines: escaping and cutting.
