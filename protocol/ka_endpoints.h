@@ -36,6 +36,10 @@ typedef struct {
  * Maps a broker's node id (and its real host and port) to kadmit's; returns
  * 0 with *out filled, or a negative value to leave that endpoint unchanged.
  * host is a slice of the response (len -1 if the broker sent a null host).
+ * node_id may be -1 with an empty host and port -1 (FindCoordinator when no
+ * coordinator is available): a map should decline it. Called once per
+ * endpoint, in wire order; out->host must stay valid until ka_endpoints_rewrite
+ * returns.
  */
 typedef int (*ka_endpoint_map_fn)(void *ctx, int32_t node_id, ka_slice_t host, int32_t port,
                                   ka_endpoint_t *out);

@@ -30,3 +30,5 @@ endforeach()
 ka_protocol_fuzz(fuzz_headers SOURCES ${KA_FUZZ_DIR}/protocol/fuzz_headers.c)
 ka_protocol_fuzz(fuzz_apiversions_clamp
   SOURCES ${KA_FUZZ_DIR}/protocol/fuzz_apiversions_clamp.c)
+# The gateway's endpoint rewrite; seeds from tests/data/frames/gateway (tests/tools/frames_to_seeds.py).
+ka_protocol_fuzz(fuzz_endpoints SOURCES ${KA_FUZZ_DIR}/protocol/fuzz_endpoints.c)

@@ -8,6 +8,8 @@ under tests/fuzz/corpus/:
   fuzz_<api>_<direction>/real-<name>   two version-selector bytes, then the body
   fuzz_headers/real-<name>             the header-version byte, then the frame
   fuzz_apiversions_clamp/real-<name>   the request version, then the response
+  fuzz_endpoints/real-<name>           from tests/data/frames/gateway/: the response's index
+                                       in ka_ep_messages, its version minus the lowest, the body
 
 in the input formats of tests/fuzz/protocol/*.c, so that the fuzzers start
 from what Java clients, Kafka's CLI tools and librdkafka really send.
@@ -26,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FRAMES = ROOT / "tests" / "data" / "frames"
 CORPUS = ROOT / "tests" / "fuzz" / "corpus"
 TABLE = ROOT / "protocol" / "generated" / "ka_api_table.c"
+EP_TABLE = ROOT / "protocol" / "generated" / "ka_endpoint_table.c"
 NAME = re.compile(r"^([a-z]+)-v(\d+)-(request|response)-(.+)\.bin$")
 
 
@@ -78,9 +81,37 @@ def split(frame, api, version, direction, table):
     return 0, frame[4:]
 
 
+def endpoint_messages():
+    """[(api_key, min version)] in the order of ka_ep_messages (ka_endpoint_table.c)."""
+    text = EP_TABLE.read_text()
+    text = text[text.index("ka_ep_messages[] = {"):]
+    return [(int(m[1]), int(m[2])) for m in
+            re.finditer(r'\{(\d+), "\w+Response", (\d+), ', text)]
+
+
+def gateway_seeds(table):
+    """Seeds of fuzz_endpoints from the gateway captures (not their expected frames)."""
+    msgs = endpoint_messages()
+    directory = CORPUS / "fuzz_endpoints"
+    directory.mkdir(exist_ok=True)
+    written = 0
+    for path in sorted((FRAMES / "gateway").glob("*.bin")):
+        m = NAME.match(path.name)
+        if not m or ".rewritten" in path.name or ".partial" in path.name:
+            continue
+        api, version = m[1], int(m[2])
+        key = table[api][0]
+        index = next(i for i, (k, _) in enumerate(msgs) if k == key)
+        _, body = split(path.read_bytes(), api, version, "response", table)
+        (directory / f"real-{path.stem}").write_bytes(bytes([index, version - msgs[index][1]])
+                                                      + body)
+        written += 1
+    return written
+
+
 def main():
     table = api_table()
-    written = 0
+    written = gateway_seeds(table)
     for path in sorted(FRAMES.glob("*.bin")):
         m = NAME.match(path.name)
         if not m or m[1] not in table:

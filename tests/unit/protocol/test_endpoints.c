@@ -473,6 +473,37 @@ static void test_metadata_decodes_the_same_but_for_endpoints(void **state)
     free(buf);
 }
 
+/*
+ * After Metadata's brokers nothing is read: a tail the codec would refuse
+ * (every byte 0xff from the cluster id on) is copied as it came, in one
+ * piece. Produce, by contrast, is read to its tagged NodeEndpoints.
+ */
+static void test_metadata_tail_is_copied_unread(void **state)
+{
+    (void)state;
+    struct frame f;
+    load_named("metadata-v12-response-kafka-4.4.0-three.bin", &f);
+    uint8_t *b = f.buf + f.body;
+    size_t blen = f.len - f.body;
+    ka_arena_t a;
+    ka_arena_init(&a, 1 << 20);
+    struct ka_metadata_response m;
+    ka_reader_t r;
+    ka_reader_init(&r, b, blen);
+    assert_int_equal(ka_metadata_response_decode(&r, 12, &a, &m), 0);
+    size_t tail = (size_t)(m.cluster_id.ptr - b) - 1; /* the cluster id's length byte */
+    ka_arena_destroy(&a);
+    memset(b + tail, 0xff, blen - tail);
+    ka_writer_t w;
+    int changed;
+    assert_int_equal(rewrite(&f, b, blen, map_all, NULL, &w, &changed), 0);
+    assert_int_equal(changed, 1);
+    assert_true(w.len > blen - tail);
+    assert_memory_equal(w.buf + w.len - (blen - tail), b + tail, blen - tail);
+    ka_writer_free(&w);
+    free(f.buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -482,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_limits_of_the_map_and_the_output),
         cmocka_unit_test(test_table_and_versions),
         cmocka_unit_test(test_metadata_decodes_the_same_but_for_endpoints),
+        cmocka_unit_test(test_metadata_tail_is_copied_unread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
