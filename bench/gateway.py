@@ -377,6 +377,11 @@ def grow(env: Env, target: int, budget_s: float) -> dict:
             "create_s": create_s, "logs_s": time.monotonic() - t0}
 
 
+def refreshes(gw: Gateway) -> float:
+    m = gw.metrics()
+    return sum(v for k, v in m.items() if k.startswith("kadmit_metadata_refreshes_total"))
+
+
 def pct(xs: list[float], q: float) -> float:
     s = sorted(xs)
     return s[min(len(s) - 1, int(q * len(s)))]
@@ -391,25 +396,41 @@ def bench_metadata(env: Env) -> dict:
     sizes = {}
     for r, order in S.rotations(p["BENCH_GW_ROUNDS"], GW_PATHS):
         for path in order:
-            samples = []
+            samples, firsts = [], []
+            pid = env.proxy_pid(path)
             with kafka_wire.Connection(HOST, env.bootstrap_port(path), timeout=120) as conn:
                 for i in range(3):  # warmup: not counted
                     conn.call(metadata_v12(i + 1))
+                c0, k0 = S.cpu_seconds(pid) if pid else 0.0, env.brokers_cpu()
+                f0 = refreshes(env.gw)
                 for i in range(p["BENCH_GW_MD_REQUESTS"]):
                     t0 = time.perf_counter()
-                    _, body = conn.call(metadata_v12(100 + i))
+                    conn.send(metadata_v12(100 + i))
+                    conn._fill(1)  # the answer's first byte: a proxy that holds it sends late
+                    t1 = time.perf_counter()
+                    _, body = conn.recv()
                     samples.append((time.perf_counter() - t0) * 1e3)
+                    firsts.append((t1 - t0) * 1e3)
+                n = p["BENCH_GW_MD_REQUESTS"]
+                cpu = ((S.cpu_seconds(pid) - c0) if pid else 0.0) * 1e3 / n
+                kcpu = (env.brokers_cpu() - k0) * 1e3 / n
+                refr = refreshes(env.gw) - f0  # the gateway's own metadata refreshes meanwhile
             check_endpoints(env, path, body)
             listed = len(topic_names(body))
             if listed < g["partitions"] // MD_TOPIC_PARTITIONS:
                 raise RuntimeError(f"{path}: Metadata lists {listed} topics, fewer than created")
             sizes[path] = len(body) + 4
             runs[path].append({"p50_ms": pct(samples, 0.5), "p99_ms": pct(samples, 0.99),
-                               "min_ms": min(samples), "samples_ms": samples})
-            S.log(f"metadata round {r + 1} {path}: p50 {pct(samples, 0.5):.1f} ms, max "
-                  f"{max(samples):.1f} ms, {sizes[path]} bytes")
+                               "min_ms": min(samples), "first_byte_p50_ms": pct(firsts, 0.5),
+                               "proxy_cpu_ms": cpu, "brokers_cpu_ms": kcpu,
+                               "gateway_refreshes": refr,
+                               "samples_ms": samples, "first_byte_ms": firsts})
+            S.log(f"metadata round {r + 1} {path}: p50 {pct(samples, 0.5):.1f} ms (first byte "
+                  f"{pct(firsts, 0.5):.1f}), max {max(samples):.1f} ms, {sizes[path]} bytes; CPU "
+                  f"per request: proxy {cpu:.1f} ms, brokers {kcpu:.1f} ms; gateway refreshes {refr:.0f}")
     return g | {"requests": p["BENCH_GW_MD_REQUESTS"], "bytes": sizes, "runs": runs,
-                "median": S.summarize(runs, ("p50_ms", "p99_ms", "min_ms"))}
+                "median": S.summarize(runs, ("p50_ms", "p99_ms", "min_ms", "first_byte_p50_ms",
+                                             "proxy_cpu_ms", "brokers_cpu_ms"))}
 
 
 def topic_names(body: bytes) -> list:
@@ -532,11 +553,15 @@ def markdown(res: dict, p: dict) -> list[str]:
               f"{md['requests']} timed requests per path per round after 3 warmup requests, on "
               "one connection to the bootstrap; medians over rounds.", ""]
         L += S.table(["path", "answer bytes", "p50 ms", "p99 ms", "min ms", "p50 ratio to direct",
-                      "p50 added ms", "rounds (p50 ms)"],
+                      "p50 added ms", "first byte p50 ms", "proxy CPU ms/request",
+                      "brokers CPU ms/request", "rounds (p50 ms)"],
                      [[x, f"{md['bytes'][x]:,}", f"{mm[x]['p50_ms']:.1f}",
                        f"{mm[x]['p99_ms']:.1f}", f"{mm[x]['min_ms']:.1f}",
                        f"{S.ratio(mm[x]['p50_ms'], mm['direct']['p50_ms']):.2f}",
                        f"{mm[x]['p50_ms'] - mm['direct']['p50_ms']:+.1f}",
+                       f"{mm[x].get('first_byte_p50_ms', float('nan')):.1f}",
+                       "" if x == "direct" else f"{mm[x].get('proxy_cpu_ms', float('nan')):.1f}",
+                       f"{mm[x].get('brokers_cpu_ms', float('nan')):.1f}",
                        ", ".join(f"{r['p50_ms']:.1f}" for r in md["runs"][x])]
                       for x in GW_PATHS])
     return L
