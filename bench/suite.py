@@ -684,7 +684,8 @@ def markdown(res: dict) -> str:
          f"Machine: {m['nproc']} CPUs ({m['cpu']}), {m['ram_gib']} GiB RAM, Linux {m['kernel']}; "
          f"{m['java']}; Kafka {m['kafka']}; {m['haproxy']}.",
          f"Load average (1/5/15 min) at start {res['load_start']}, at end {res['load_end']}. "
-         f"Suite wall time {res['wall_s'] / 60:.1f} min. Kafka brokers: {p['BENCH_BROKERS']}.",
+         f"Suite wall time {res['wall_s'] / 60:.1f} min. Kafka brokers: {p['BENCH_BROKERS']}"
+         + (" (the gateway part: 3, its own cluster)." if res.get("gateway") else "."),
          ""]
     for ses in res.get("sessions", [])[1:]:
         L += [f"Parts {ses['parts']} were run separately at {ses['started']}, load average "
