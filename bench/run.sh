@@ -7,6 +7,7 @@
 #   bench/run.sh            the default suite (about 15 minutes on 2 busy cores)
 #   bench/run.sh --smoke    a quick check that the forwarding part and the output work
 #   bench/run.sh --only fwd,kafka,sweep,limit   a subset
+#   bench/run.sh --only gateway   the gateway (3 brokers) vs HAProxy vs direct (bench/gateway.py)
 #
 # Parameters come from the environment (BENCH_*, listed in bench/suite.py), ports from
 # KADMIT_TEST_PORT_BASE. Needs haproxy and gnuplot (scripts/deps.sh), a JDK, and the Kafka
@@ -17,7 +18,7 @@ build="${BUILD_DIR:-$root/build}"
 if [[ ! -f "$build/build.ninja" && ! -f "$build/Makefile" ]]; then
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
-cmake --build "$build" --target kadmit bench_fwd_gen bench_fwd_sink >/dev/null
+cmake --build "$build" --target kadmit bench_fwd_gen bench_fwd_sink bench_protocol_endpoints >/dev/null
 export KADMIT_BIN="${KADMIT_BIN:-$build/kadmit}"
 export PYTHONDONTWRITEBYTECODE=1
 args=("$@")

@@ -14,6 +14,10 @@ Parts (each repetition interleaves the paths, rotating which goes first):
             and the broker's partition count stays at or below the limit
   ledger    the latency the cluster-wide ledger adds to an admitted CreateTopics, 3 brokers,
             ledger on / ledger off / direct (bench/ledger_latency.py, its own cluster)
+  gateway   kadmit --mode gateway in front of 3 brokers vs HAProxy (a port per broker, the
+            brokers advertising HAProxy) vs direct: producer, CPU per GB, the Metadata rewrite
+            at 200,000 partitions, Metadata latency on a large cluster (bench/gateway.py, its
+            own cluster; not in the default set)
 
 Writes OUT/results.json, OUT/results.md and OUT/*.png (gnuplot). Parameters come from the
 environment (see PARAMS below); every port is an offset plus $KADMIT_TEST_PORT_BASE.
@@ -83,8 +87,9 @@ OFF_HAPROXY_BOUND, OFF_HAPROXY_FRONT = 23090, 25090  # + node id
 
 
 def params(smoke: bool) -> dict:
+    import gateway  # its parameters too (the module imports this one)
     out = {}
-    for k, (default, smoke_default, _) in PARAMS.items():
+    for k, (default, smoke_default, _) in (PARAMS | gateway.PARAMS).items():
         d = smoke_default if smoke else default
         v = os.environ.get(k)
         out[k] = d if v is None else (type(d)(v) if not isinstance(d, str) else v)
@@ -679,7 +684,8 @@ def markdown(res: dict) -> str:
          f"Machine: {m['nproc']} CPUs ({m['cpu']}), {m['ram_gib']} GiB RAM, Linux {m['kernel']}; "
          f"{m['java']}; Kafka {m['kafka']}; {m['haproxy']}.",
          f"Load average (1/5/15 min) at start {res['load_start']}, at end {res['load_end']}. "
-         f"Suite wall time {res['wall_s'] / 60:.1f} min. Kafka brokers: {p['BENCH_BROKERS']}.",
+         f"Suite wall time {res['wall_s'] / 60:.1f} min. Kafka brokers: {p['BENCH_BROKERS']}"
+         + (" (the gateway part: 3, its own cluster)." if res.get("gateway") else "."),
          ""]
     for ses in res.get("sessions", [])[1:]:
         L += [f"Parts {ses['parts']} were run separately at {ses['started']}, load average "
@@ -790,6 +796,9 @@ def markdown(res: dict) -> str:
                    [[s["topic"], s.get("partitions", lim["per_topic"]), s["error_code"], s["broker_partitions"], s["admin_partitions"],
                      s["admin_reserved"], s["limit"]] for s in lim["steps"]])
         L += [f"Rejection message: {lim['rejected_message']}", ""]
+    if res.get("gateway", {}).get("load_end"):
+        import gateway
+        L += gateway.markdown(res["gateway"], p)
     led = res.get("ledger")
     if led:
         L += ["## Cluster-wide ledger: latency added to an admitted CreateTopics", "",
@@ -993,6 +1002,10 @@ def main() -> int:
                 k.stop()
         if "tls" in parts and p["BENCH_TLS_RECORDS"] > 0:
             res["tls"] = bench_tls(p)
+        if "gateway" in parts:
+            import gateway
+            res["gateway"] = {}
+            gateway.run(p, workdir, Path(args.build), LOGS[0], res["gateway"])
         if "ledger" in parts and p["BENCH_LEDGER_CREATES"] > 0:
             import ledger_latency
             res["ledger"] = ledger_latency.run(p["BENCH_LEDGER_CREATES"], p["BENCH_LEDGER_WARMUP"])
