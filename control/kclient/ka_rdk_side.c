@@ -165,20 +165,33 @@ int ka_rdk_side_from(ka_rdk_security_t *out, char *bootstrap, size_t cap,
                      const ka_upstream_security_t *sec, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
-    /* The sidecars' client side: what every advertised listener speaks. */
-    out->tls = is_set(cfg->tls_cert);
-    out->ca_file = first_set(cfg->ledger_ca, cfg->tls_client_ca, cfg->upstream_ca);
-    if (is_set(cfg->ledger_cert)) {
-        out->cert_file = cfg->ledger_cert;
-        out->key_file = cfg->ledger_key;
-    } else if (cfg->tls_client_auth > 0) {
-        /* Sidecars that verify client certificates get this sidecar's own. */
-        out->cert_file = cfg->tls_cert;
-        out->key_file = cfg->tls_key;
+    int gateway = cfg->mode == KA_MODE_GATEWAY;
+    if (gateway) {
+        /* A gateway's brokers advertise themselves: kadmit's own clients end up on the
+         * brokers' listener, so they speak what the metadata connection speaks there. */
+        out->tls = cfg->upstream_tls;
+        out->ca_file = first_set(cfg->ledger_ca, cfg->upstream_ca, NULL);
+        out->cert_file = is_set(cfg->ledger_cert) ? cfg->ledger_cert : cfg->upstream_cert;
+        out->key_file = is_set(cfg->ledger_cert) ? cfg->ledger_key : cfg->upstream_key;
+        if (!is_set(out->cert_file))
+            out->cert_file = out->key_file = NULL;
+        out->verify = cfg->upstream_verify;
+    } else {
+        /* The sidecars' client side: what every advertised listener speaks. */
+        out->tls = is_set(cfg->tls_cert);
+        out->ca_file = first_set(cfg->ledger_ca, cfg->tls_client_ca, cfg->upstream_ca);
+        if (is_set(cfg->ledger_cert)) {
+            out->cert_file = cfg->ledger_cert;
+            out->key_file = cfg->ledger_key;
+        } else if (cfg->tls_client_auth > 0) {
+            /* Sidecars that verify client certificates get this sidecar's own. */
+            out->cert_file = cfg->tls_cert;
+            out->key_file = cfg->tls_key;
+        }
+        /* The sidecar certificate names the advertised host: always checked
+         * (--ledger-properties may say otherwise, on the operator's word). */
+        out->verify = 1;
     }
-    /* The sidecar certificate names the advertised host: always checked
-     * (--ledger-properties may say otherwise, on the operator's word). */
-    out->verify = 1;
     out->records.secret = (const uint8_t *)cfg->cluster_secret;
     out->records.len = cfg->cluster_secret_len;
     /* SASL passes through kadmit: a broker listener behind the sidecars
@@ -199,6 +212,20 @@ int ka_rdk_side_from(ka_rdk_security_t *out, char *bootstrap, size_t cap,
     if (cfg->ledger_bootstrap.set) {
         *source = KA_RDK_BOOT_FLAG;
         format_hostport(bootstrap, cap, cfg->ledger_bootstrap.host, cfg->ledger_bootstrap.port);
+    } else if (gateway) { /* every bootstrap broker the gateway knows */
+        *source = KA_RDK_BOOT_UPSTREAM;
+        format_hostport(bootstrap, cap, cfg->upstream.host, cfg->upstream.port);
+        size_t used = strlen(bootstrap);
+        for (int i = 1; i < cfg->upstream_count; i++) { /* the rest, as many as fit whole */
+            char one[KA_CONFIG_HOST_MAX + 16];
+            format_hostport(one, sizeof(one), cfg->upstreams[i].host, cfg->upstreams[i].port);
+            size_t n = strlen(one);
+            if (used + 1 + n + 1 > cap)
+                break;
+            bootstrap[used++] = ',';
+            memcpy(bootstrap + used, one, n + 1);
+            used += n;
+        }
     } else if (!out->tls && !cfg->upstream_tls) {
         /* Same protocol on both sides: the broker itself is a fine start. */
         const ka_hostport_t *md =

@@ -32,7 +32,8 @@
 #include "ka_transport.h"
 
 /* Longest "[host]:port" a bootstrap address takes, with its NUL. */
-#define KA_RDK_BOOTSTRAP_MAX (KA_CONFIG_HOST_MAX + 16)
+/* One host:port, or in gateway mode a few bootstrap brokers. */
+#define KA_RDK_BOOTSTRAP_MAX (4 * (KA_CONFIG_HOST_MAX + 16))
 
 /* Where the bootstrap address came from, for the start log line. */
 enum ka_rdk_bootstrap_source {

@@ -61,7 +61,7 @@ typedef struct pending_write {
 
 struct ka_limits {
     uv_loop_t *loop;
-    char bootstrap[300], topic[250], writer[KA_LIMITS_WRITER_MAX];
+    char bootstrap[KA_RDK_BOOTSTRAP_MAX], topic[250], writer[KA_LIMITS_WRITER_MAX];
     ka_limits_handlers_t h;
     ka_rdk_t *producer, *consumer;
     rd_kafka_topic_t *produce_topic, *consume_topic;

@@ -7,7 +7,7 @@ broker <id>, `bootstrap.kafka.test` any live broker. Toward the brokers kadmit s
 verifying each broker under its own address (`--upstream-tls`, `--upstream-ca`); the clients'
 SASL passes through, so the broker authenticates the client; kadmit's own metadata, ledger and
 limits clients log in as `kadmit` (--metadata-sasl-*), the latter straight to the brokers
-(--ledger-bootstrap). Clients run in the namespace kgw-sni, whose /etc/hosts points the
+(bootstrapping from --upstream, as gateway mode derives). Clients run in the namespace kgw-sni, whose /etc/hosts points the
 kafka.test names at the gateway.
 
 Its own cluster on ports $KADMIT_TEST_PORT_BASE + 800. Needs root (network namespaces).
@@ -176,7 +176,6 @@ def env(request):
             "--metadata-sasl-mechanism", "PLAIN", "--metadata-sasl-username", "kadmit",
             "--metadata-sasl-password-file", str(pw),
             "--policy", str(e.policy_file), "--ledger", "on",
-            "--ledger-bootstrap", f"{c.host_of(1)}:{c.nodes[0].client_port}",
             "--ledger-timeout-ms", "3000", "--ledger-intent-ttl-ms", "30000"))
         e.g.start()
         deadline = time.monotonic() + 90

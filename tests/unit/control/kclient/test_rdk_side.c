@@ -133,6 +133,56 @@ static void test_sasl_and_upstream_tls(void **state)
     assert_string_equal(s.bootstrap, "kafka-0.kafka:9093");
 }
 
+/* A gateway's brokers advertise themselves: the own clients speak the brokers' side, whatever
+ * kadmit serves clients, and bootstrap from every broker it was given. */
+static void test_gateway_speaks_the_brokers_side(void **state)
+{
+    (void)state;
+    ka_config_t cfg = base_config();
+    cfg.mode = KA_MODE_GATEWAY;
+    const char *hosts[] = {"b1.internal", "b2.internal", "b3.internal"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(cfg.upstreams[i].host, sizeof(cfg.upstreams[i].host), "%s", hosts[i]);
+        cfg.upstreams[i].port = 9093;
+        cfg.upstreams[i].set = 1;
+    }
+    cfg.upstream_count = 3;
+    cfg.upstream = cfg.upstreams[0];
+    snprintf(cfg.tls_cert, sizeof(cfg.tls_cert), "gateway.pem"); /* TLS toward clients only */
+    snprintf(cfg.tls_key, sizeof(cfg.tls_key), "gateway.key");
+    snprintf(cfg.tls_client_ca, sizeof(cfg.tls_client_ca), "clients-ca.pem");
+    side_t s = derive(&cfg, NULL);
+    assert_false(s.sec.tls);
+    assert_null(s.sec.cert_file);
+    assert_int_equal(s.source, KA_RDK_BOOT_UPSTREAM);
+    assert_string_equal(s.bootstrap, "b1.internal:9093,b2.internal:9093,b3.internal:9093");
+
+    cfg.upstream_tls = 1; /* TLS to the brokers: their CA and kadmit's client certificate */
+    snprintf(cfg.upstream_ca, sizeof(cfg.upstream_ca), "broker-ca.pem");
+    snprintf(cfg.upstream_cert, sizeof(cfg.upstream_cert), "kadmit.pem");
+    snprintf(cfg.upstream_key, sizeof(cfg.upstream_key), "kadmit.key");
+    cfg.upstream_verify = 0;
+    s = derive(&cfg, NULL);
+    assert_true(s.sec.tls);
+    assert_false(s.sec.verify);
+    assert_string_equal(s.sec.ca_file, "broker-ca.pem");
+    assert_string_equal(s.sec.cert_file, "kadmit.pem");
+    assert_string_equal(s.sec.key_file, "kadmit.key");
+
+    for (int i = 0; i < KA_GW_MAX_UPSTREAMS; i++) { /* only whole addresses, as many as fit */
+        memset(cfg.upstreams[i].host, 'h', KA_CONFIG_HOST_MAX - 1);
+        cfg.upstreams[i].host[KA_CONFIG_HOST_MAX - 1] = '\0';
+        cfg.upstreams[i].port = 9093;
+    }
+    cfg.upstream_count = KA_GW_MAX_UPSTREAMS;
+    cfg.upstream = cfg.upstreams[0];
+    s = derive(&cfg, NULL);
+    size_t len = strlen(s.bootstrap), one = KA_CONFIG_HOST_MAX - 1 + strlen(":9093");
+    assert_true(len < sizeof(s.bootstrap));
+    assert_int_equal((len + 1) % (one + 1), 0);
+    assert_string_equal(s.bootstrap + len - 5, ":9093");
+}
+
 static void test_properties_parse(void **state)
 {
     (void)state;
@@ -256,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_tls_toward_clients_speaks_tls_through_listen),
         cmocka_unit_test(test_mtls_presents_the_sidecar_certificate),
         cmocka_unit_test(test_sasl_and_upstream_tls),
+        cmocka_unit_test(test_gateway_speaks_the_brokers_side),
         cmocka_unit_test(test_properties_parse),
         cmocka_unit_test(test_properties_file_reaches_the_security),
         cmocka_unit_test(test_own_clients_settings_are_accepted_and_tuned),
