@@ -9,10 +9,20 @@
 #include "ka_apiversions.h"
 
 #include "ka_api_table.h"
+#include "ka_endpoint_table.h"
 #include "ka_reader.h"
 
 /* The newest body layout this file knows; newer requests are parsed as it. */
 #define KA_APIVERSIONS_NEWEST_LAYOUT 4
+/* Gateway mode: the APIs whose responses carry broker endpoints are clamped too, to the
+ * newest version the rewrite knows (ka_apiversions_clamp_endpoints). */
+static int clamp_endpoints;
+
+void ka_apiversions_clamp_endpoints(int on)
+{
+    clamp_endpoints = on;
+}
+
 /* Fewest bytes of one ApiKeys entry: key, min and max (plus tags when flexible). */
 #define KA_APIVERSIONS_ENTRY_SIZE 6
 
@@ -59,6 +69,9 @@ static int walk(uint8_t *body, size_t len, int16_t layout, int patch, struct cla
         if (flexible)
             KA_TRY(ka_read_tagged_fields(&r, &tagged_fields));
         int16_t decodable = ka_decoded_max_version(api_key);
+        const struct ka_ep_message *ep = clamp_endpoints ? ka_ep_message_find(api_key) : NULL;
+        if (ep != NULL && (decodable < 0 || ep->max_version < decodable))
+            decodable = ep->max_version; /* a newer version's endpoints would pass unseen */
         if (decodable < 0 || max_version <= decodable)
             continue;
         if (decodable < min_version) {

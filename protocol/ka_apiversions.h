@@ -47,4 +47,12 @@
  */
 int ka_apiversions_response_clamp(uint8_t *body, size_t len, int16_t request_version, int *changed);
 
+/*
+ * Gateway mode (docs/gateway.md): from now on the clamp also lowers each API whose responses
+ * carry broker endpoints (protocol/generated/ka_endpoint_table.h) to the newest version the
+ * endpoint rewrite knows, so that no client negotiates a version whose endpoints it would not
+ * see. One setting per process, as there is one server.
+ */
+void ka_apiversions_clamp_endpoints(int on);
+
 #endif

@@ -447,6 +447,7 @@ int ka_gateway_listen(ka_server_t *srv, char *err, size_t errlen)
     const ka_config_t *cfg = srv->cfg;
     (void)err;
     (void)errlen;
+    ka_apiversions_clamp_endpoints(1);
     for (int key = 0; key < KA_INTERCEPT_MAX_API; key++) {
         int carried = 0;
         for (int v = 0; v <= KA_GW_MAX_VERSION && !carried; v++)

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "ka_apiversions.h"
+#include "ka_endpoint_table.h"
 #include "ka_api_table.h"
 #include "ka_codec.h"
 #include "ka_codecs.h"
@@ -95,6 +96,39 @@ static void test_clamp_lowers_only_decoded_apis_in_every_format(void **state)
         /* Clamping is idempotent. */
         assert_int_equal(ka_apiversions_response_clamp(buf, len, v, &changed), 0);
         assert_int_equal(changed, 0);
+    }
+}
+
+/* Gateway mode: an API whose responses carry broker endpoints is lowered to the newest version
+ * the rewrite knows, so no client negotiates a version whose endpoints would pass unrewritten. */
+static void test_gateway_clamps_the_apis_that_carry_endpoints(void **state)
+{
+    (void)state;
+    const struct ka_ep_message *produce = ka_ep_message_find(0), *fetch = ka_ep_message_find(1);
+    assert_non_null(produce);
+    assert_non_null(fetch);
+    static const struct entry newer[] = {
+        {0, 0, 99}, /* Produce from a newer broker */
+        {1, 4, 99}, /* Fetch */
+        {3, 0, 13}, /* Metadata: decoded, its own clamp is lower still */
+        {18, 0, 4}, /* ApiVersions: no endpoints */
+    };
+    for (int16_t v = 0; v <= 4; v++) {
+        uint8_t buf[256];
+        size_t len = build(buf, sizeof(buf), v, 0, newer, 4);
+        int changed = 0;
+        assert_int_equal(ka_apiversions_response_clamp(buf, len, v, &changed), 0);
+        assert_int_equal(changed, 1); /* a sidecar lowers only Metadata */
+        assert_int_equal(max_at(buf, v, 0), 99);
+        len = build(buf, sizeof(buf), v, 0, newer, 4);
+        ka_apiversions_clamp_endpoints(1);
+        assert_int_equal(ka_apiversions_response_clamp(buf, len, v, &changed), 0);
+        ka_apiversions_clamp_endpoints(0);
+        assert_int_equal(changed, 3);
+        assert_int_equal(max_at(buf, v, 0), produce->max_version);
+        assert_int_equal(max_at(buf, v, 1), fetch->max_version);
+        assert_int_equal(max_at(buf, v, 2), ka_decoded_max_version(3));
+        assert_int_equal(max_at(buf, v, 3), 4);
     }
 }
 
@@ -196,6 +230,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_clamp_lowers_only_decoded_apis_in_every_format),
+        cmocka_unit_test(test_gateway_clamps_the_apis_that_carry_endpoints),
         cmocka_unit_test(test_unsupported_version_answer_is_parsed_as_v0),
         cmocka_unit_test(test_body_that_fails_in_its_format_falls_back_to_v0),
         cmocka_unit_test(test_newer_request_versions_use_the_newest_known_format),
