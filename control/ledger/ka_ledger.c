@@ -379,8 +379,9 @@ void ka_ledger_tick_cb(uv_timer_t *t)
 
 int ka_ledger_usable(const ka_ledger_t *l)
 {
-    return l != NULL && l->phase == PH_READING &&
-           !ka_ledger_health_blocking(l->health, (int64_t)uv_now(l->loop), NULL, 0);
+    /* The health's verdict, as /v1/admission and the metric show it (each tick, and at once
+     * when a check finds the topic unavailable), so they never disagree with admission. */
+    return l != NULL && l->phase == PH_READING && l->m->ledger_usable;
 }
 
 int ka_ledger_append_intent(ka_ledger_t *l, const uint64_t *ids, size_t n, int64_t hold_ms,

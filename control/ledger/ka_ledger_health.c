@@ -15,6 +15,8 @@
  */
 #include "ka_ledger_health.h"
 
+#include <uv.h>
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,6 +328,13 @@ static void check_done(ka_rdk_work_t *w, int closed)
         h->check = NULL;
         apply_topic(h, 0, &c->seen[0]);
         apply_topic(h, 1, &c->seen[1]);
+        /* A topic that turned unavailable blocks at once, with its reason; a recovery waits
+         * for the next tick, which judges everything (libuv's loop clock is uv_hrtime in ms). */
+        char why[sizeof(h->m->ledger_blocked_why)];
+        if (ka_ledger_health_blocking(h, (int64_t)(uv_hrtime() / 1000000), why, sizeof(why))) {
+            snprintf(h->m->ledger_blocked_why, sizeof(h->m->ledger_blocked_why), "%s", why);
+            h->m->ledger_usable = 0;
+        }
     }
     free(c);
 }

@@ -158,6 +158,9 @@ static void lookup_done(ka_rdk_work_t *w, int closed)
     }
     l->phase = PH_READING;
     ka_ledger_health_reading(l->health, k->offset, ka_ledger_loop_ms(l));
+    l->m->ledger_usable =
+        !ka_ledger_health_blocking(l->health, ka_ledger_loop_ms(l), l->m->ledger_blocked_why,
+                                   sizeof(l->m->ledger_blocked_why));
     ka_ledger_set_connected(l, 1);
     int first = l->step_ms[KA_LEDGER_STEP_READING] == 0;
     ka_ledger_mark(l, KA_LEDGER_STEP_READING);
