@@ -376,7 +376,8 @@ static void maybe_test_fatal(ka_ledger_health_t *h, int reading, int64_t now_ms)
 enum ka_ledger_health_action ka_ledger_health_tick(ka_ledger_health_t *h, int reading,
                                                    int64_t now_ms)
 {
-    char why[256] = "";
+    /* Sized to fit the shortest place it is copied to ("fatal: " + it, and fatal_why). */
+    char why[sizeof(h->m->ledger_producer_last_error) - 7] = "";
     enum ka_ledger_health_action act = KA_LEDGER_HEALTH_NONE;
 
     maybe_test_fatal(h, reading, now_ms);

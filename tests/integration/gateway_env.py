@@ -269,7 +269,11 @@ class SecureGatewayCluster(GatewayCluster):
             props.update({
                 "ssl.keystore.type": "PEM", "ssl.keystore.location": str(self.keystores[n.id]),
                 "ssl.truststore.type": "PEM", "ssl.truststore.location": str(self.ca.cert),
-                "listener.name.client.sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
+                "listener.name.client.sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN,OAUTHBEARER",
+                # Kafka's unsecured JWT validator (its default without a validator class): the
+                # broker itself checks the token, which the gateway passes through.
+                "listener.name.client.oauthbearer.sasl.jaas.config":
+                    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
                 "listener.name.client.scram-sha-512.sasl.jaas.config":
                     "org.apache.kafka.common.security.scram.ScramLoginModule required;",
                 "listener.name.client.plain.sasl.jaas.config":
