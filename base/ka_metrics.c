@@ -163,8 +163,6 @@ static const metric_row_t rows[] = {
         "enough in-sync replicas. 0 (with --ledger on): admission requests are refused."),
     ROW("ledger_consumer_lag_records", ledger_consumer_lag_records, "gauge",
         "Ledger records between the consumer's last read and the partition's high watermark."),
-    ROW("ledger_consumer_lag_ms", ledger_consumer_lag_ms, "gauge",
-        "How long the ledger consumer has been behind the high watermark (0: caught up)."),
     ROW("ledger_consumer_error", ledger_consumer_error, "gauge",
         "1 while the ledger consumer's last fetch failed and no record was read since."),
     ROW("ledger_consumer_errors_total", ledger_consumer_errors, "counter",
@@ -198,9 +196,6 @@ static const metric_row_t rows[] = {
     ROW("own_topic_reassignments_total", own_topic_reassignments, "counter",
         "Reassignments this sidecar sent to raise a kadmit topic's replication to min(3, "
         "brokers)."),
-    ROW("ledger_ready_milliseconds", ledger_ready_ms, "gauge",
-        "From the ledger client's start to reading the ledger (0 until it does): how long a "
-        "starting sidecar made creates wait."),
     LROW("own_records_refused_total", "topic=\"ledger\",reason=\"unsigned\"",
          own_refused_ledger_unsigned, "counter",
          "Records of kadmit's own topics read back and refused, changing nothing: unsigned or "
@@ -410,6 +405,17 @@ static void render_loop(out_t *o, const ka_metrics_t *m)
          "# TYPE kadmit_metadata_offloop_seconds_total counter\n"
          "kadmit_metadata_offloop_seconds_total %.6f\n",
          (double)m->loop_turn_max_us / 1e6, (double)m->metadata_offloop_us_sum / 1e6);
+    /* The ledger's times, kept in ms, shown in the base unit. */
+    emit(o,
+         "# HELP kadmit_ledger_consumer_lag_seconds How long the ledger consumer has been behind "
+         "the high watermark (0: caught up).\n"
+         "# TYPE kadmit_ledger_consumer_lag_seconds gauge\n"
+         "kadmit_ledger_consumer_lag_seconds %.3f\n"
+         "# HELP kadmit_ledger_ready_seconds From the ledger client's start to reading the ledger "
+         "(0 until it does): how long a starting sidecar made creates wait.\n"
+         "# TYPE kadmit_ledger_ready_seconds gauge\n"
+         "kadmit_ledger_ready_seconds %.3f\n",
+         (double)m->ledger_consumer_lag_ms / 1000.0, (double)m->ledger_ready_ms / 1000.0);
 }
 
 /* A label value as the exposition format wants it: backslash, quote and newline escaped. */
