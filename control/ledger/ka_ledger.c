@@ -352,6 +352,9 @@ void ka_ledger_tick_cb(uv_timer_t *t)
     int64_t now = ka_ledger_loop_ms(l);
     if (ka_ledger_health_tick(l->health, l->phase == PH_READING, now) == KA_LEDGER_HEALTH_RECREATE)
         recreate_producer(l);
+    if (l->phase != PH_READING && l->start_failed && !l->m->ledger_connected)
+        snprintf(l->m->ledger_blocked_why, sizeof(l->m->ledger_blocked_why),
+                 "is unreachable: none of its brokers answered");
     if (l->phase == PH_READING && l->m->limits_loaded)
         write_held(l);
     for (pending_t **pp = &l->pending; *pp != NULL;) {
