@@ -362,7 +362,7 @@ def test_concurrent_changes_through_two_sidecars_are_both_in_force_or_409(env: E
 
 def create_topics_v2(cid: int, topic: str, partitions: int, rf: int) -> bytes:
     body = (struct.pack(">i", 1) + kafka_wire._str(topic) + struct.pack(">ihii", partitions, rf, 0, 0)
-            + struct.pack(">i?", 30000, False))
+            + struct.pack(">i?", 8000, False))  # timeout_ms: how long a create may wait
     return kafka_wire.request(19, 2, cid, body)
 
 
@@ -377,8 +377,9 @@ def parse_create_topics_v2(body: bytes) -> tuple[int, str | None]:
 def test_no_decision_on_the_file_limits_while_the_limits_topic_is_unread(env: Env):
     """Last in the module (it stops broker 3). Sidecar 1 restarts on a limits topic whose only
     replica is on the stopped broker, so it never reads it to the end: /v1/admission says why,
-    kadmit_limits_loaded stays 0, and a create that the file's limits would admit waits (for
-    --ledger-timeout-ms), then is refused with a message, and is never forwarded."""
+    kadmit_limits_loaded stays 0, and a create that the file's limits would admit waits (for its
+    own timeout_ms, at least --ledger-timeout-ms), then is refused with a message, and is never
+    forwarded."""
     stalled = f"stalled-limits-{uuid.uuid4().hex[:8]}"
     clients.topics(env.c.direct_bootstrap, "--create", "--topic", stalled,
                    "--replica-assignment", "3")
@@ -404,7 +405,7 @@ def test_no_decision_on_the_file_limits_while_the_limits_topic_is_unread(env: En
     took = time.monotonic() - t0
     code, msg = parse_create_topics_v2(body)
     assert code != 0 and msg and "still reading the cluster's limits" in msg, (code, msg)
-    assert 4.0 <= took < 20.0, took  # held for --ledger-timeout-ms (5 s), not answered at once
+    assert 7.0 <= took < 20.0, took  # held for its own timeout_ms (8 s), not answered at once
     # A create that the file's limits refuse waits too (a limit in the topic may raise them),
     # for a bounded number of refreshes, then is refused.
     t0 = time.monotonic()
