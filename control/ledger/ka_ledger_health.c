@@ -51,6 +51,7 @@ typedef struct check {
     ka_ledger_health_t *h; /* NULL once the health was freed */
     char topics[2][TOPIC_MAX + 1];
     int timeout_ms; /* of each Metadata request */
+    int stale;      /* asked before the ledger was read: its answer may predate the topic */
     topic_seen_t seen[2];
 } check_t;
 
@@ -147,6 +148,13 @@ void ka_ledger_health_reading(ka_ledger_health_t *h, int64_t offset, int64_t now
     h->behind_since_ms = -1;
     if (h->first_read_ms == 0)
         h->first_read_ms = now_ms;
+    /* Reading it proves the topic is there with a leader: a check that answered (or asked)
+     * before then, e.g. "does not exist" while it was being created, no longer counts. The
+     * next check comes at once. */
+    h->topics[0].known = 0;
+    if (h->check != NULL)
+        h->check->stale = 1;
+    h->next_check_ms = now_ms;
 }
 
 void ka_ledger_health_read(ka_ledger_health_t *h, const rd_kafka_message_t *msg, int64_t now_ms)
@@ -326,6 +334,10 @@ static void check_done(ka_rdk_work_t *w, int closed)
     ka_ledger_health_t *h = c->h;
     if (!closed && h != NULL) {
         h->check = NULL;
+        if (c->stale) {
+            free(c);
+            return;
+        }
         apply_topic(h, 0, &c->seen[0]);
         apply_topic(h, 1, &c->seen[1]);
         /* A topic that turned unavailable blocks at once, with its reason; a recovery waits
