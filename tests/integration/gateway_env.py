@@ -24,7 +24,8 @@ from pathlib import Path
 
 # The cluster harness, also when this file runs as a script (scripts/run.sh gateway).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "harness"))
-from kafka_cluster import HOST, KafkaCluster, port_base, tail, with_cluster_secret
+from kafka_cluster import HOST, KafkaCluster, port_base, tail, with_cluster_secret  # noqa: E402
+from kadmit_proc import ChildProcess  # noqa: E402
 
 # Ports of the gateway, offset by $KADMIT_TEST_PORT_BASE like every other port: the bootstrap,
 # the base of the broker ports (broker i at GW_PORT_BASE + i) and the admin API. Instance k of
@@ -139,7 +140,7 @@ class ClientNetns:
         return self.run(["python3", "-c", code], timeout=10).returncode == 0
 
 
-class Gateway:
+class Gateway(ChildProcess):
     """kadmit --mode gateway on listen_ip, in front of cluster's brokers."""
 
     def __init__(self, binary: Path, cluster: GatewayCluster, directory: Path, listen_ip: str,
@@ -198,27 +199,6 @@ class Gateway:
                 raise TimeoutError(f"{self.name} does not serve the brokers:\n{tail(self.log)}")
             time.sleep(0.1)
         return self
-
-    def alive(self) -> bool:
-        return self.p is not None and self.p.poll() is None
-
-    def stop(self, timeout: float = 20.0) -> int | None:
-        if self.p is None:
-            return None
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-        return self.p.returncode
-
-    def log_text(self) -> str:
-        try:
-            return self.log.read_text(errors="replace")
-        except OSError:
-            return ""
 
     def metrics(self) -> dict[str, float]:
         import urllib.request

@@ -61,7 +61,36 @@ def is_asan(binary: Path) -> bool:
         return False
 
 
-class Kadmit:
+class ChildProcess:
+    """A kadmit child process (`p`, its Popen, and `log`, its log file): alive, stopped with
+    SIGTERM (killed after `timeout`), and its log. Kadmit and the gateway tests' Gateway share it."""
+
+    p: subprocess.Popen | None
+    log: Path
+
+    def alive(self) -> bool:
+        return self.p is not None and self.p.poll() is None
+
+    def stop(self, timeout: float = 20.0) -> int | None:
+        if self.p is None:
+            return None
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        return self.p.returncode
+
+    def log_text(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+
+
+class Kadmit(ChildProcess):
     """kadmit --listen HOST:listen_port --upstream HOST:upstream_port --admin HOST:admin_port ..."""
 
     def __init__(self, binary: Path, directory: Path, name: str, listen_port: int,
@@ -95,27 +124,6 @@ class Kadmit:
     def pid(self) -> int:
         assert self.p is not None
         return self.p.pid
-
-    def alive(self) -> bool:
-        return self.p is not None and self.p.poll() is None
-
-    def stop(self, timeout: float = 20.0) -> int | None:
-        if self.p is None:
-            return None
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-        return self.p.returncode
-
-    def log_text(self) -> str:
-        try:
-            return self.log.read_text(errors="replace")
-        except OSError:
-            return ""
 
     def wait_log(self, needle: str, timeout: float = 10.0, start: int = 0) -> str:
         """Waits until a log line (after byte `start` of the log) contains needle; returns it."""
