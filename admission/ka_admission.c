@@ -250,9 +250,10 @@ static ka_decision_context_t decision_context(const ka_adm_ctx_t *ctx)
                                    .view_follows_request = ctx->view_follows_request};
 }
 
-static bool unknown_item(const ka_verdict_t *v)
+static bool waits_for_view(const ka_verdict_t *v)
 {
-    return v->reason == KA_REASON_UNKNOWN_TOPIC || v->reason == KA_REASON_UNKNOWN_BROKER;
+    return v->reason == KA_REASON_UNKNOWN_TOPIC || v->reason == KA_REASON_UNKNOWN_BROKER ||
+           v->wants_later_view;
 }
 
 /* Gives back what judge reserved and forgets the verdicts: the request will
@@ -332,7 +333,7 @@ int ka_adm_judge(ka_adm_req_t *req, const ka_adm_ctx_t *ctx)
     req->judged = true;
     req->wants_view = false;
     for (size_t i = 0; ctx->may_wait_for_view && i < req->count; i++) {
-        if (unknown_item(&req->verdicts[i])) {
+        if (waits_for_view(&req->verdicts[i])) {
             unjudge(req, ctx);
             return 0;
         }

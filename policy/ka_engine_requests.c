@@ -292,13 +292,16 @@ static int finish(struct ka_work *w, ka_verdict_t *verdicts, size_t count, bool 
     return rc;
 }
 
-/* A rejected create of a topic the view still lists says why it was counted in full. */
-static int created_again(ka_verdict_t *v, const ka_cluster_topic_t *existing, int rc)
+/* A rejected create of a topic the view still lists says why it was counted in full and, on a
+ * view taken before the request, asks to be judged again on one taken after it. */
+static int created_again(const struct ka_work *w, ka_verdict_t *v,
+                         const ka_cluster_topic_t *existing, int rc)
 {
     char *message;
 
     if (rc < 0 || existing == NULL || v->kind != KA_VERDICT_REJECT || v->message == NULL)
         return rc;
+    v->wants_later_view = !w->ctx->view_follows_request;
     message = ka_message_format("%s kadmit's cluster view still lists a topic of this name; it "
                                 "may have been deleted a moment ago, so the create is counted "
                                 "as a new topic.",
@@ -351,7 +354,7 @@ static int create_topic(struct ka_work *w, const ka_create_topic_t *t, bool dup,
             return rc < 0 ? rc : 0;
         }
         plan.partition_count = plan.new_partitions = t->assignment_count;
-        return created_again(v, existing, ka_work_decide_exact(w, v, &plan));
+        return created_again(w, v, existing, ka_work_decide_exact(w, v, &plan));
     }
     item.partitions_default = partitions == -1;
     item.replication_default = replication == -1;
@@ -370,7 +373,7 @@ static int create_topic(struct ka_work *w, const ka_create_topic_t *t, bool dup,
     if ((rc = ka_work_judge_rules(w, &item, v)) != 0)
         return rc < 0 ? rc : 0;
     plan.partition_count = plan.new_partitions = partitions;
-    return created_again(v, existing,
+    return created_again(w, v, existing,
                          ka_work_decide_auto(w, v, &plan, partitions, replication, true));
 }
 

@@ -78,6 +78,11 @@ typedef struct ka_verdict {
     /* REJECT and audit: the rejection sentence; DEFER: the reason, for logs;
      * otherwise NULL. At most KA_MESSAGE_MAX bytes. */
     char *message;
+    /* REJECT on a view taken before the request that a later view may overturn: a create of a
+     * name the view lists, which may have been deleted a moment ago. A caller that may wait
+     * judges it again on a view that follows the request (the refusal then stands only if
+     * that view still lists the name). */
+    bool wants_later_view;
     /* The ledger entry holding this item's replicas, or 0. Release it when
      * the broker's answer reports an error for the item. */
     uint64_t reservation_id;

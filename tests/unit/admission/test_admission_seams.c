@@ -106,6 +106,40 @@ static void test_limit_and_stale_rejections_carry_their_reasons(void **state)
 }
 
 /*
+ * A create of a name the view lists that would not fit as a new topic: the topic may have been
+ * deleted a moment ago (Kafka 4.4: delete, then create at once). Before a view taken after the
+ * request the refusal is not final, so the request waits for one; on such a view that still
+ * lists the name it is refused, counted in full. A caller that cannot wait refuses at once.
+ */
+static void test_create_of_a_listed_name_waits_for_a_later_view_before_refusing(void **state)
+{
+    fx_t *f = fx_new(POLICY); /* broker 1 hosts 8 of 10: 3 x 3 does not fit */
+    struct ka_createtopics_request_creatable_topic t = fx_ct_topic("three", 3, 3);
+    ka_adm_outcome_t o;
+    size_t len;
+    uint8_t *frame = fx_ct_request(5, &t, 1, false, &len);
+
+    (void)state;
+    f->ctx.may_wait_for_view = true;
+    assert_int_equal(ka_adm_request(&f->ctx, frame, len, &o), 0);
+    assert_int_equal(o.action, KA_ADM_WAIT);
+    assert_int_equal(ka_reservations_broker_replicas(f->ledger, 1), 0);
+    ka_adm_outcome_release(&o);
+    for (int round = 0; round < 2; round++) {
+        /* round 0: a view after the request still lists it; round 1: no waiting allowed */
+        f->ctx.view_follows_request = round == 0;
+        f->ctx.may_wait_for_view = round == 0;
+        assert_int_equal(ka_adm_request(&f->ctx, frame, len, &o), 0);
+        assert_int_equal(o.action, KA_ADM_ANSWER);
+        assert_int_equal(o.reason, KA_REASON_BROKER_LIMIT);
+        assert_non_null(strstr(o.message, "may have been deleted a moment ago"));
+        ka_adm_outcome_release(&o);
+    }
+    free(frame);
+    fx_free(f);
+}
+
+/*
  * Phase 2 against a ledger holding a competing intent on broker 1: the
  * topic judge admitted there becomes a CONCURRENT rejection naming broker
  * 1, the rest is forwarded, and the broker's answer is merged in order.
@@ -459,6 +493,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_view_is_counted_as_no_view),
         cmocka_unit_test(test_limit_and_stale_rejections_carry_their_reasons),
+        cmocka_unit_test(test_create_of_a_listed_name_waits_for_a_later_view_before_refusing),
         cmocka_unit_test(test_rejudge_rejects_what_an_earlier_intent_took),
         cmocka_unit_test(test_rejudge_rejecting_every_item_answers_locally),
         cmocka_unit_test(test_rejudge_with_nothing_competing_keeps_the_exact_assignment),
