@@ -12,15 +12,25 @@
  *
  * SSL_new takes a reference on its SSL_CTX, so a context replaced by a
  * reload lives until the last connection that started on it closes.
+ *
+ * Output is gathered: ka_transport_writev copies runs of small slices into
+ * one staging buffer of a full record's size, so a flush of many small
+ * responses costs one record (one header, one tag, one cipher call) per
+ * 16 KiB rather than one per slice; large slices go to SSL_write as they are.
  */
 #include "ka_transport.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -30,6 +40,14 @@
 #include "ka_error.h"
 
 #define PATH_CAP 4096
+/* A full TLS record's plaintext (RFC 8446 5.1): the staging buffer of writev. */
+#define RECORD_PLAIN 16384
+/* Slices at least this long are encrypted in place rather than staged. */
+#define STAGE_BELOW 4096
+
+#ifndef TCP_ULP
+#define TCP_ULP 31 /* linux/tcp.h; older libc headers lack it */
+#endif
 
 /* What identifies a file version without reading it. */
 typedef struct file_stamp {
@@ -45,6 +63,7 @@ struct ka_tls_source {
     char server_name[256];
     enum ka_tls_client_auth client_auth;
     int verify;
+    int ktls;              /* SSL_OP_ENABLE_KTLS on every context built */
     SSL_CTX *ctx;          /* the context new connections get */
     file_stamp_t stamp[3]; /* cert, key, ca as last built (or last failed) */
 };
@@ -93,6 +112,10 @@ static SSL_CTX *build_ctx(const ka_tls_source_t *src, char *err, size_t errlen)
     }
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+    /* A renegotiation would only be a way to make kadmit do handshakes mid-stream. */
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+    if (src->ktls)
+        SSL_CTX_set_options(ctx, SSL_OP_ENABLE_KTLS);
     if (src->cert[0] != '\0') {
         if (SSL_CTX_use_certificate_chain_file(ctx, src->cert) != 1) {
             openssl_error(why, sizeof(why), "unreadable");
@@ -164,6 +187,7 @@ int ka_tls_source_new(const ka_tls_settings_t *st, ka_tls_source_t **out, char *
     src->is_server = st->is_server;
     src->client_auth = st->client_auth;
     src->verify = st->verify;
+    src->ktls = st->ktls;
     if (copy_path(src->cert, st->cert_file) < 0 || copy_path(src->key, st->key_file) < 0 ||
         copy_path(src->ca, st->ca_file) < 0 ||
         strlen(st->server_name ? st->server_name : "") >= sizeof(src->server_name)) {
@@ -357,6 +381,34 @@ int ka_transport_write(ka_transport_t *t, const uint8_t *p, size_t n)
     return 0;
 }
 
+int ka_transport_writev(ka_transport_t *t, const struct iovec *iov, size_t n)
+{
+    uint8_t stage[RECORD_PLAIN];
+    size_t staged = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const uint8_t *p = iov[i].iov_base;
+        size_t len = iov[i].iov_len;
+        if (len >= STAGE_BELOW) {
+            if (staged > 0 && (rc = ka_transport_write(t, stage, staged)) < 0)
+                break;
+            staged = 0;
+            rc = ka_transport_write(t, p, len);
+            continue;
+        }
+        if (staged + len > sizeof(stage)) {
+            if ((rc = ka_transport_write(t, stage, staged)) < 0)
+                break;
+            staged = 0;
+        }
+        memcpy(stage + staged, p, len);
+        staged += len;
+    }
+    if (rc == 0 && staged > 0)
+        rc = ka_transport_write(t, stage, staged);
+    return rc;
+}
+
 size_t ka_transport_pending(const ka_transport_t *t)
 {
     return BIO_ctrl_pending(t->wbio);
@@ -387,6 +439,38 @@ const char *ka_transport_error(const ka_transport_t *t)
 const char *ka_transport_sni(const ka_transport_t *t)
 {
     return SSL_get_servername(t->ssl, TLSEXT_NAMETYPE_host_name);
+}
+
+int ka_tls_ktls_probe(char *why, size_t cap)
+{
+#ifdef OPENSSL_NO_KTLS
+    snprintf(why, cap, "OpenSSL was built without kTLS");
+    return 0;
+#else
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) {
+        snprintf(why, cap, "cannot open a probe socket: %s", strerror(errno));
+        return 0;
+    }
+    /* The tls module refuses a socket that is not connected (ENOTCONN), which
+     * is how it shows it is there; without it the kernel says ENOENT. */
+    int rc = setsockopt(fd, IPPROTO_TCP, TCP_ULP, "tls", sizeof("tls"));
+    int e = errno;
+    close(fd);
+    if (rc == 0 || e == ENOTCONN) {
+        snprintf(why, cap, "the kernel has the tls module");
+        return 1;
+    }
+    snprintf(why, cap, "the kernel has no tls module (TCP_ULP \"tls\": %s)", strerror(e));
+    return 0;
+#endif
+}
+
+void ka_transport_ktls(const ka_transport_t *t, int *send, int *recv)
+{
+    /* Both are 0 on a memory BIO, which answers no kTLS control. */
+    *send = BIO_get_ktls_send(SSL_get_wbio(t->ssl)) > 0;
+    *recv = BIO_get_ktls_recv(SSL_get_rbio(t->ssl)) > 0;
 }
 
 void ka_transport_describe(const ka_transport_t *t, char *out, size_t cap)
