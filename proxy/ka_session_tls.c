@@ -2,11 +2,11 @@
  * ka_session_tls.c: a session leg over TLS, through ka_transport.h.
  *
  * Reading: the socket's ciphertext lands in a pool buffer as on a plaintext
- * leg and is fed to the engine; decrypted bytes go into further pool
- * buffers that ka_relay_process handles exactly like plaintext reads. When
- * the relay parks or pauses the leg (memory, SASL, backpressure), the
- * remaining records stay in the engine, tls_more is set, and the leg reads
- * no more from the socket until its resume has drained them (ka_leg_tls_pump).
+ * leg and is lent to the engine (read in place, copied only if left unread); decrypted bytes go
+ * into further pool buffers that ka_relay_process handles exactly like plaintext reads. When the
+ * relay parks or pauses the leg (memory, SASL, backpressure), the remaining records stay in the
+ * engine, tls_more is set, and the leg reads no more from the socket until its resume has drained
+ * them (ka_leg_tls_pump).
  *
  * Writing: the relay assembles a leg's output as slices of pool buffers as
  * usual; ka_output_flush hands them here, they are encrypted together (small
@@ -288,12 +288,19 @@ void ka_leg_tls_input(ka_leg_t *leg, ka_pbuf_t *pb, size_t n)
 {
     if (leg->is_client && !leg->tls_checked && refuse_plaintext(leg, pb->data, n))
         return;
-    if (ka_transport_feed(leg->tls, pb->data, n) < 0) {
+    /* OpenSSL reads the records from pb itself; only what the pump leaves
+     * unread (a paused leg) is copied before pb goes back to the pool. */
+    if (ka_transport_lend(leg->tls, pb->data, n) < 0) {
         leg->session->events->close(leg->session, KA_LOG_ERROR, "out of memory for TLS input",
                                     NULL);
         return;
     }
     ka_leg_tls_pump(leg);
+    if (leg->tls != NULL && ka_transport_settle(leg->tls) < 0) { /* NULL: the pump closed */
+        leg->session->events->close(leg->session, KA_LOG_ERROR, "out of memory for TLS input",
+                                    NULL);
+        return;
+    }
     if (leg->tls_more)
         ka_leg_update_reading(leg);
 }

@@ -1,14 +1,15 @@
 /*
  * ka_tls.c: the OpenSSL implementation of ka_transport.h.
  *
- * Each engine is an SSL object between two memory BIOs. OpenSSL keeps its
- * own record buffers (about 17 KiB per direction while a record is in
- * progress, released between records with SSL_MODE_RELEASE_BUFFERS); the
- * input BIO holds at most one socket read that has not been decrypted yet,
- * because the caller stops reading while decrypted bytes wait; the output
- * BIO holds the records of one write until the caller takes them out, which
- * it does at once. Those are the per-connection bounds documented in
- * docs/tls-sasl.md.
+ * Each engine is an SSL object over one BIO of ka_tls_bio.h (not OpenSSL's
+ * memory BIOs, whose zeroing and copies cost more than the cipher). OpenSSL
+ * keeps its own record buffers (about 17 KiB per direction while a record is
+ * in progress, released between records with SSL_MODE_RELEASE_BUFFERS); the
+ * wire's input holds at most one socket read that has not been decrypted
+ * yet, because the caller stops reading while decrypted bytes wait (and a
+ * lent read is copied only when left unread); its output holds the records
+ * of one write until the caller takes them out, which it does at once.
+ * Those are the per-connection bounds documented in docs/tls-sasl.md.
  *
  * SSL_new takes a reference on its SSL_CTX, so a context replaced by a
  * reload lives until the last connection that started on it closes.
@@ -38,6 +39,7 @@
 #include <openssl/x509v3.h>
 
 #include "ka_error.h"
+#include "ka_tls_bio.h"
 
 #define PATH_CAP 4096
 /* A full TLS record's plaintext (RFC 8446 5.1): the staging buffer of writev. */
@@ -70,7 +72,7 @@ struct ka_tls_source {
 
 struct ka_transport {
     SSL *ssl;
-    BIO *rbio, *wbio; /* owned by ssl */
+    ka_tls_wire_t wire; /* the bytes on either side of ssl's one BIO (owned by ssl) */
     int established;
     int failed;
     char err[256];
@@ -260,13 +262,10 @@ ka_transport_t *ka_transport_new_named(ka_tls_source_t *src, const char *server_
     if (t == NULL)
         return NULL;
     t->ssl = SSL_new(src->ctx);
-    t->rbio = BIO_new(BIO_s_mem());
-    t->wbio = BIO_new(BIO_s_mem());
-    if (t->ssl == NULL || t->rbio == NULL || t->wbio == NULL)
+    BIO *bio = ka_tls_bio_new(&t->wire);
+    if (t->ssl == NULL || bio == NULL)
         goto fail;
-    /* An empty input buffer means "more to come", not end of file. */
-    BIO_set_mem_eof_return(t->rbio, -1);
-    SSL_set_bio(t->ssl, t->rbio, t->wbio);
+    SSL_set_bio(t->ssl, bio, bio); /* one reference, for both directions */
     if (src->is_server) {
         SSL_set_accept_state(t->ssl);
         return t;
@@ -286,8 +285,7 @@ ka_transport_t *ka_transport_new_named(ka_tls_source_t *src, const char *server_
     }
     return t;
 fail:
-    BIO_free(t->rbio);
-    BIO_free(t->wbio);
+    BIO_free(bio);
 fail_ssl:
     SSL_free(t->ssl);
     ERR_clear_error();
@@ -299,21 +297,31 @@ void ka_transport_free(ka_transport_t *t)
 {
     if (t == NULL)
         return;
-    SSL_free(t->ssl); /* frees both BIOs */
+    SSL_free(t->ssl); /* frees the BIO */
+    ka_tls_bytes_free(&t->wire.in);
+    ka_tls_bytes_free(&t->wire.out);
     free(t);
 }
 
 int ka_transport_feed(ka_transport_t *t, const uint8_t *p, size_t n)
 {
-    while (n > 0) {
-        int chunk = n > INT_MAX ? INT_MAX : (int)n;
-        int w = BIO_write(t->rbio, p, chunk);
-        if (w <= 0)
-            return KA_ENOMEM;
-        p += w;
-        n -= (size_t)w;
-    }
+    if (ka_tls_wire_settle(&t->wire) < 0)
+        return KA_ENOMEM;
+    return ka_tls_bytes_append(&t->wire.in, p, n);
+}
+
+int ka_transport_lend(ka_transport_t *t, const uint8_t *p, size_t n)
+{
+    if (ka_tls_wire_settle(&t->wire) < 0) /* an earlier loan not settled: copy it first */
+        return KA_ENOMEM;
+    t->wire.lent = p;
+    t->wire.lent_len = n;
     return 0;
+}
+
+int ka_transport_settle(ka_transport_t *t)
+{
+    return ka_tls_wire_settle(&t->wire);
 }
 
 /* Records why the engine failed; certificate problems get OpenSSL's words. */
@@ -411,14 +419,12 @@ int ka_transport_writev(ka_transport_t *t, const struct iovec *iov, size_t n)
 
 size_t ka_transport_pending(const ka_transport_t *t)
 {
-    return BIO_ctrl_pending(t->wbio);
+    return t->wire.out.len;
 }
 
 size_t ka_transport_take(ka_transport_t *t, uint8_t *out, size_t cap)
 {
-    int chunk = cap > INT_MAX ? INT_MAX : (int)cap;
-    int n = BIO_read(t->wbio, out, chunk);
-    return n > 0 ? (size_t)n : 0;
+    return ka_tls_bytes_take(&t->wire.out, out, cap);
 }
 
 int ka_transport_established(const ka_transport_t *t)
@@ -428,7 +434,7 @@ int ka_transport_established(const ka_transport_t *t)
 
 int ka_transport_has_input(const ka_transport_t *t)
 {
-    return SSL_pending(t->ssl) > 0 || BIO_ctrl_pending(t->rbio) > 0;
+    return SSL_pending(t->ssl) > 0 || t->wire.in.len > 0 || t->wire.lent_len > 0;
 }
 
 const char *ka_transport_error(const ka_transport_t *t)
@@ -468,7 +474,7 @@ int ka_tls_ktls_probe(char *why, size_t cap)
 
 void ka_transport_ktls(const ka_transport_t *t, int *send, int *recv)
 {
-    /* Both are 0 on a memory BIO, which answers no kTLS control. */
+    /* Both are 0 on kadmit's BIO, which answers no kTLS control. */
     *send = BIO_get_ktls_send(SSL_get_wbio(t->ssl)) > 0;
     *recv = BIO_get_ktls_recv(SSL_get_rbio(t->ssl)) > 0;
 }

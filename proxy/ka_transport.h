@@ -21,7 +21,7 @@
  *
  * Kernel TLS: with settings.ktls the contexts carry SSL_OP_ENABLE_KTLS, but
  * OpenSSL hands records to the kernel only through a socket BIO, and these
- * engines sit between memory BIOs (the socket belongs to libuv). So no engine
+ * engines sit on kadmit's own buffer BIO (the socket belongs to libuv). So no engine
  * uses kTLS today: ka_transport_ktls says so per connection, and
  * docs/tls-sasl.md ("Kernel TLS") says what using it would take.
  */
@@ -74,8 +74,16 @@ ka_transport_t *ka_transport_new_named(ka_tls_source_t *src, const char *server_
 const char *ka_transport_sni(const ka_transport_t *t);
 void ka_transport_free(ka_transport_t *t);
 
-/* Ciphertext read from the socket. Returns 0 or KA_ENOMEM. */
+/* Ciphertext read from the socket, copied. Returns 0 or KA_ENOMEM. */
 int ka_transport_feed(ka_transport_t *t, const uint8_t *p, size_t n);
+/*
+ * The same without the copy: p is read in place by the following
+ * ka_transport_read calls, and must stay valid until ka_transport_settle,
+ * which copies whatever is left unread (call it before p is released).
+ * Returns 0 or KA_ENOMEM.
+ */
+int ka_transport_lend(ka_transport_t *t, const uint8_t *p, size_t n);
+int ka_transport_settle(ka_transport_t *t);
 /*
  * Plaintext decrypted from what was fed, up to cap bytes; also advances the
  * handshake. Returns the byte count (0: more ciphertext is needed), or a

@@ -2,8 +2,10 @@
  * test_tls_transport.c: ka_transport.h between two engines in memory, with
  * a throwaway certificate: gathered writes (ka_transport_writev) decrypt to
  * exactly what was written and use fewer records than one per slice, and
+ * lent input is read in place and what is left unread survives the
+ * lender's buffer being reused (ka_transport_settle); and
  * the kernel TLS answers are the truth: the probe agrees with the kernel's
- * own list of TCP upper-layer protocols, and an engine on memory BIOs never
+ * own list of TCP upper-layer protocols, and an engine on kadmit's BIO never
  * claims kTLS even with SSL_OP_ENABLE_KTLS set.
  */
 #include <setjmp.h>
@@ -168,6 +170,47 @@ static void test_writev_gathers_small_slices(void **state)
     close_pair(&p);
 }
 
+/* Lent ciphertext: part read in place, the rest (a record cut in two, and a
+ * whole record a paused reader did not read) copied by settle, then the
+ * lender's buffer is scribbled over; every byte still arrives, in order. */
+static void test_lend_settle_survives_buffer_reuse(void **state)
+{
+    (void)state;
+    pair_t p;
+    open_pair(&p, 0);
+    static uint8_t src[50000], out[sizeof(src)], wire[sizeof(src) + 1024], lent[sizeof(wire)];
+    for (size_t i = 0; i < sizeof(src); i++)
+        src[i] = (uint8_t)(i * 13 + 1);
+    assert_int_equal(ka_transport_write(p.client, src, sizeof(src)), 0);
+    size_t n = 0, got;
+    while ((got = ka_transport_take(p.client, wire + n, sizeof(wire) - n)) > 0)
+        n += got;
+    assert_true(n > sizeof(src));
+    size_t cut = 16384 + 1000; /* inside the second record */
+    size_t total = 0;
+    /* 1: lend the first part, read some of it, settle, scribble. */
+    memcpy(lent, wire, cut);
+    assert_int_equal(ka_transport_lend(p.server, lent, cut), 0);
+    long r = ka_transport_read(p.server, out, 100);
+    assert_int_equal(r, 100);
+    total += (size_t)r;
+    assert_int_equal(ka_transport_settle(p.server), 0);
+    memset(lent, 0xA5, sizeof(lent));
+    /* 2: lend the rest and settle before reading anything (a paused leg). */
+    memcpy(lent, wire + cut, n - cut);
+    assert_int_equal(ka_transport_lend(p.server, lent, n - cut), 0);
+    assert_int_equal(ka_transport_settle(p.server), 0);
+    memset(lent, 0x5A, sizeof(lent));
+    assert_true(ka_transport_has_input(p.server));
+    while ((r = ka_transport_read(p.server, out + total, sizeof(out) - total)) > 0)
+        total += (size_t)r;
+    assert_int_equal(r, 0);
+    assert_int_equal(total, sizeof(src));
+    assert_memory_equal(out, src, sizeof(src));
+    assert_false(ka_transport_has_input(p.server));
+    close_pair(&p);
+}
+
 /* The probe says what the kernel's own list says (after the probe, which
  * loads the module where it can be loaded). */
 static void test_probe_matches_kernel(void **state)
@@ -192,8 +235,8 @@ static void test_probe_matches_kernel(void **state)
         assert_non_null(strstr(why, "no tls module"));
 }
 
-/* SSL_OP_ENABLE_KTLS does not move records off memory BIOs, and data still flows. */
-static void test_ktls_option_on_memory_bios(void **state)
+/* SSL_OP_ENABLE_KTLS does not move records off kadmit's BIO, and data still flows. */
+static void test_ktls_option_on_kadmit_bio(void **state)
 {
     (void)state;
     pair_t p;
@@ -218,8 +261,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_writev_gathers_small_slices),
+        cmocka_unit_test(test_lend_settle_survives_buffer_reuse),
         cmocka_unit_test(test_probe_matches_kernel),
-        cmocka_unit_test(test_ktls_option_on_memory_bios),
+        cmocka_unit_test(test_ktls_option_on_kadmit_bio),
     };
     return cmocka_run_group_tests(tests, make_cert, remove_cert);
 }
