@@ -16,7 +16,7 @@
  *
  * Kernel TLS: at start the kernel is probed once for the tls module and the
  * answer logged; each established leg reports whether OpenSSL put it on
- * kTLS (never, today: the engines use memory BIOs, see ka_transport.h) in
+ * kTLS (never, today: the engines use a buffer BIO, see ka_transport.h) in
  * its log line and in kadmit_tls_ktls_sessions_total.
  *
  * The upstream handshake runs before the client leg is read, so no request

@@ -44,7 +44,7 @@ typedef struct ka_tls_settings {
     enum ka_tls_client_auth client_auth; /* server only */
     int verify;                          /* client only: check the server's chain and name */
     const char *server_name;             /* client only: SNI and the name checked */
-    int ktls; /* set SSL_OP_ENABLE_KTLS (--tls-ktls auto); inert on memory BIOs */
+    int ktls; /* set SSL_OP_ENABLE_KTLS (--tls-ktls auto); inert on a buffer BIO */
 } ka_tls_settings_t;
 
 typedef struct ka_tls_source ka_tls_source_t;
