@@ -5,8 +5,9 @@
 Starts its own 1-broker cluster (secure_cluster.py, at KADMIT_TEST_PORT_BASE + 160) and a
 kadmit terminating TLS toward the client and originating TLS to the broker's SSL listener.
 Runs kafka-producer-perf-test (1 KiB records, acks=all, security.protocol=SSL) alternately
-direct (the broker's DIRECTTLS listener) and through kadmit (which goes first alternates by
-round), ROUNDS times each, on a fresh 1-partition topic per run, and prints each run, the
+direct (the broker's DIRECTTLS listener) and through kadmit (the order rotates by round, so
+each path takes each place in turn: use a multiple of the number of paths), ROUNDS times
+each, on a fresh 1-partition topic per run, and prints each run, the
 medians and the ratio kadmit/direct. The first WARMUP records of a run are left out, from the
 perf tool's 5-second windows.
 
@@ -63,12 +64,14 @@ def steady_rate(output: str, warmup: int) -> float:
     return recs / secs if secs > 0 else total[1]
 
 
-def proc_cpu(pid: int | None) -> float:
-    """User + system CPU seconds of a running process (0 when there is none)."""
+def proc_cpu(pid: int | None, part: str = "both") -> float:
+    """User ("user"), system ("sys") or both CPU seconds of a running process (0 when there
+    is none)."""
     if pid is None:
         return 0.0
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
+    user, sys_ = int(fields[11]) / TICKS, int(fields[12]) / TICKS
+    return {"user": user, "sys": sys_, "both": user + sys_, "minflt": int(fields[7])}[part]
 
 
 def children_cpu() -> float:
@@ -81,17 +84,20 @@ def run(bootstrap: str, props: Path, topic: str, records: int, warmup: int, dire
     clients.topics(direct, "--command-config", str(props), "--create", "--topic", topic,
                    "--partitions", "1", "--replication-factor", "1")
     c0, b0, k0 = children_cpu(), proc_cpu(broker_pid), proc_cpu(kadmit_pid)
+    ks0, kf0 = proc_cpu(kadmit_pid, "sys"), proc_cpu(kadmit_pid, "minflt")
     p = clients.run([tool("kafka-producer-perf-test"), "--topic", topic, "--num-records",
                      str(records), "--record-size", "1024", "--throughput", "-1",
                      "--producer.config", str(props), "--producer-props",
                      f"bootstrap.servers={bootstrap}", "acks=all", "linger.ms=5",
                      "batch.size=65536"], timeout=900)
     client, broker = children_cpu() - c0, proc_cpu(broker_pid) - b0
-    kadmit = proc_cpu(kadmit_pid) - k0
+    kadmit, kadmit_sys = proc_cpu(kadmit_pid) - k0, proc_cpu(kadmit_pid, "sys") - ks0
+    kadmit_faults = proc_cpu(kadmit_pid, "minflt") - kf0
     clients.topics(direct, "--command-config", str(props), "--delete", "--topic", topic)
     gb = records * 1024 / 1e9
     return {"rate": steady_rate(clients.text(p), warmup), "client": client / gb,
-            "broker": broker / gb, "kadmit": kadmit / gb,
+            "broker": broker / gb, "kadmit": kadmit / gb, "kadmit_sys": kadmit_sys / gb,
+            "kadmit_faults": kadmit_faults / gb,
             "total": (client + broker + kadmit) / gb}
 
 
@@ -140,7 +146,9 @@ def main() -> int:
         modes = ["direct", *bins]
         res: dict[str, list[dict]] = {m: [] for m in modes}
         for r in range(rounds):
-            order = modes if r % 2 == 0 else modes[::-1]  # order effects fall on every side
+            # Each path takes each place in the round in turn (the broker's background work,
+            # such as the previous topic's deletion, falls on whichever run comes next).
+            order = modes[r % len(modes):] + modes[:r % len(modes)]
             for mode in order:
                 k = start(mode) if mode != "direct" else None
                 x = run(direct if k is None else through, props, f"tls-ratio-{mode}-{r}",
@@ -151,12 +159,15 @@ def main() -> int:
                 print(f"round {r + 1} {mode:6s} {x['rate']:10.0f} records/s "
                       f"({x['rate'] * 1024 / 1e6:.1f} MB/s); CPU s/GB: path {x['total']:.1f} "
                       f"= client {x['client']:.1f} + broker {x['broker']:.1f} + kadmit "
-                      f"{x['kadmit']:.2f}; load {os.getloadavg()[0]:.1f}", flush=True)
+                      f"{x['kadmit']:.2f} (system {x['kadmit_sys']:.2f}, "
+                      f"{x['kadmit_faults']:.0f} page faults/GB); "
+                      f"load {os.getloadavg()[0]:.1f}", flush=True)
         med = {m: {f: statistics.median(x[f] for x in res[m]) for f in res[m][0]} for m in modes}
         md = med["direct"]
         for m in modes:
             print(f"median {m:8s} TLS {med[m]['rate']:.0f} records/s, path CPU "
-                  f"{med[m]['total']:.1f} s/GB (kadmit {med[m]['kadmit']:.2f} s/GB)")
+                  f"{med[m]['total']:.1f} s/GB (kadmit {med[m]['kadmit']:.2f} s/GB, of which "
+                  f"system {med[m]['kadmit_sys']:.2f})")
         for m in bins:
             print(f"ratio {m}/direct {med[m]['rate'] / md['rate']:.3f} throughput, "
                   f"{md['total'] / med[m]['total']:.3f} GB per path CPU-second "

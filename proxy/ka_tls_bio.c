@@ -13,9 +13,14 @@
 
 #include "ka_error.h"
 
-/* An empty buffer larger than this is freed rather than kept for the next bytes:
- * a socket read (64 KiB) plus a record fits, a burst's backlog is not kept. */
-#define KEEP_CAP (96 * 1024)
+/*
+ * An emptied buffer is kept for the next bytes (as a memory BIO keeps its
+ * BUF_MEM), unless it grew past this: freeing and regrowing one on every
+ * flush costs fresh pages (page faults, zeroed by the kernel) each time,
+ * which is what the memory BIO's memset cost, moved into the kernel. A flush's
+ * records seldom pass a few hundred KiB; a pathological burst is not kept.
+ */
+#define KEEP_CAP (1024 * 1024)
 
 static BIO_METHOD *method;
 static pthread_once_t method_once = PTHREAD_ONCE_INIT;
