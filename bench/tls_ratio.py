@@ -5,11 +5,10 @@
 Starts its own 1-broker cluster (secure_cluster.py, at KADMIT_TEST_PORT_BASE + 160) and a
 kadmit terminating TLS toward the client and originating TLS to the broker's SSL listener.
 Runs kafka-producer-perf-test (1 KiB records, acks=all, security.protocol=SSL) alternately
-direct (the broker's DIRECTTLS listener) and through kadmit (the order rotates by round, so
-each path takes each place in turn: use a multiple of the number of paths), ROUNDS times
-each, on a fresh 1-partition topic per run, and prints each run, the
-medians and the ratio kadmit/direct. The first WARMUP records of a run are left out, from the
-perf tool's 5-second windows.
+direct (the broker's DIRECTTLS listener) and through kadmit (the rounds go through every order
+of the paths: use a multiple of 2 rounds, or of 6 with KADMIT_BIN_B), ROUNDS times each, on a
+fresh 1-partition topic per run, and prints each run, the medians and the ratio kadmit/direct.
+The first WARMUP records of a run are left out, from the perf tool's 5-second windows.
 
 Throughput on a shared 2-core machine moves with everyone else's load, so each run also reports
 CPU seconds per GB produced: the producer's (its rusage), the broker's and kadmit's (from
@@ -28,6 +27,7 @@ bench/run.sh runs it as its "tls" part (bench/suite.py) and reports it with the 
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import resource
@@ -144,11 +144,14 @@ def main() -> int:
         direct = f"{HOST}:{c.direct_tls_port}"
         through = f"{HOST}:{c.tls_sidecar_port}"
         modes = ["direct", *bins]
+        orders = list(itertools.permutations(modes))
         res: dict[str, list[dict]] = {m: [] for m in modes}
         for r in range(rounds):
-            # Each path takes each place in the round in turn (the broker's background work,
-            # such as the previous topic's deletion, falls on whichever run comes next).
-            order = modes[r % len(modes):] + modes[:r % len(modes)]
+            # The rounds go through every order of the paths, so each path takes each place
+            # and follows each other path equally often (the broker's background work after
+            # a run, such as deleting its topic, falls on whichever run comes next): use a
+            # multiple of 2 rounds for two paths, of 6 for three.
+            order = list(orders[r % len(orders)])
             for mode in order:
                 k = start(mode) if mode != "direct" else None
                 x = run(direct if k is None else through, props, f"tls-ratio-{mode}-{r}",
