@@ -238,6 +238,16 @@ static int set_tls_client_auth(ka_config_t *c, const char *v, char *e, size_t n)
     return KA_EINVALID;
 }
 
+static int set_tls_ktls(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    if (strcmp(v, "auto") == 0 || strcmp(v, "off") == 0) {
+        c->tls_ktls_off = strcmp(v, "off") == 0;
+        return 0;
+    }
+    snprintf(e, n, "expected auto or off");
+    return KA_EINVALID;
+}
+
 static int set_sasl_mechanism(ka_config_t *c, const char *v, char *e, size_t n)
 {
     if (strcmp(v, "PLAIN") != 0 && strcmp(v, "SCRAM-SHA-256") != 0 &&
@@ -453,6 +463,8 @@ static const option_t options[] = {
      "CA that signs client certificates (mTLS)"},
     {"tls-client-auth", "KADMIT_TLS_CLIENT_AUTH", set_tls_client_auth, "MODE",
      "none, optional or required (default: required with --tls-client-ca, else none)"},
+    {"tls-ktls", "KADMIT_TLS_KTLS", set_tls_ktls, "auto|off",
+     "ask OpenSSL for kernel TLS where the kernel has it (default auto)"},
     {"upstream-tls", "KADMIT_UPSTREAM_TLS", set_upstream_tls, "BOOL",
      "speak TLS to the broker (default false)"},
     {"upstream-ca", "KADMIT_UPSTREAM_CA", set_upstream_ca, "FILE",

@@ -56,6 +56,7 @@ typedef struct ka_config {
     /* TLS toward clients (docs/tls-sasl.md): on when tls_cert is set. */
     char tls_cert[4096], tls_key[4096], tls_client_ca[4096];
     int tls_client_auth; /* enum ka_tls_client_auth; --tls-client-ca alone means required */
+    int tls_ktls_off;    /* --tls-ktls off: never set SSL_OP_ENABLE_KTLS (default auto) */
     /* TLS toward the broker, for client sessions and the metadata connection. */
     int upstream_tls;
     char upstream_ca[4096], upstream_cert[4096], upstream_key[4096];

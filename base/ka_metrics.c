@@ -95,6 +95,12 @@ static const metric_row_t rows[] = {
          "Certificate reloads after a file change, by result (refused: the old files stay in "
          "use)."),
     LROW("tls_reloads_total", "result=\"refused\"", tls_reload_failures, "counter", NULL),
+    ROW("tls_ktls_available", tls_ktls_available, "gauge",
+        "1 when the kernel offered kernel TLS (the tls module) at start, else 0."),
+    LROW("tls_ktls_sessions_total", "direction=\"send\"", tls_ktls_send, "counter",
+         "TLS legs established on kernel TLS, by direction: send (the kernel encrypts), recv "
+         "(the kernel decrypts)."),
+    LROW("tls_ktls_sessions_total", "direction=\"recv\"", tls_ktls_recv, "counter", NULL),
     ROW("produce_acks0_total", produce_acks0, "counter",
         "Produce requests with acks=0 (no response)."),
     ROW("unexpected_responses_total", unexpected_responses, "counter",

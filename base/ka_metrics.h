@@ -90,6 +90,9 @@ typedef struct ka_metrics {
     uint64_t tls_plaintext_refused;   /* plaintext clients closed on a TLS listener */
     uint64_t tls_reloads;             /* certificate reloads after a file change */
     uint64_t tls_reload_failures;     /* reloads refused (the old files stay in use) */
+    uint64_t tls_ktls_available;      /* 1 when the start-up probe found the kernel's tls module */
+    uint64_t tls_ktls_send;           /* TLS legs whose records the kernel encrypts (kTLS) */
+    uint64_t tls_ktls_recv;           /* TLS legs whose records the kernel decrypts (kTLS) */
     uint64_t produce_acks0;           /* Produce requests that get no response */
     uint64_t unexpected_responses;    /* responses with nothing in flight */
     uint64_t sasl_raw_tokens;         /* raw SASL tokens after SaslHandshake v0 */

@@ -2,16 +2,22 @@
  * ka_session_tls.c: a session leg over TLS, through ka_transport.h.
  *
  * Reading: the socket's ciphertext lands in a pool buffer as on a plaintext
- * leg and is fed to the engine; decrypted bytes go into further pool
- * buffers that ka_relay_process handles exactly like plaintext reads. When
- * the relay parks or pauses the leg (memory, SASL, backpressure), the
- * remaining records stay in the engine, tls_more is set, and the leg reads
- * no more from the socket until its resume has drained them (ka_leg_tls_pump).
+ * leg and is lent to the engine (read in place, copied only if left unread); decrypted bytes go
+ * into further pool buffers that ka_relay_process handles exactly like plaintext reads. When the
+ * relay parks or pauses the leg (memory, SASL, backpressure), the remaining records stay in the
+ * engine, tls_more is set, and the leg reads no more from the socket until its resume has drained
+ * them (ka_leg_tls_pump).
  *
  * Writing: the relay assembles a leg's output as slices of pool buffers as
- * usual; ka_output_flush hands them here, they are encrypted (one copy,
- * which TLS needs anyway) and the records go out as pool buffers from the
- * reserved share, so TLS output is bounded by --buffer-memory too.
+ * usual; ka_output_flush hands them here, they are encrypted together (small
+ * slices share records, see ka_transport_writev; one copy, which TLS needs
+ * anyway) and the records go out as pool buffers from the reserved share, so
+ * TLS output is bounded by --buffer-memory too.
+ *
+ * Kernel TLS: at start the kernel is probed once for the tls module and the
+ * answer logged; each established leg reports whether OpenSSL put it on
+ * kTLS (never, today: the engines use a buffer BIO, see ka_transport.h) in
+ * its log line and in kadmit_tls_ktls_sessions_total.
  *
  * The upstream handshake runs before the client leg is read, so no request
  * waits in plaintext while it runs. A client that speaks plaintext Kafka to
@@ -20,8 +26,10 @@
  * The certificate files of both sides are polled once a second; a change
  * builds a new context for new connections (ka_tls_source_check).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "ka_proxy_internal.h"
 
@@ -58,12 +66,21 @@ int ka_server_tls_init(ka_server_t *srv, char *err, size_t errlen)
 {
     const ka_config_t *cfg = srv->cfg;
     char why[512] = "", desc[400];
+    if (cfg->tls_cert[0] != '\0' || cfg->upstream_tls) {
+        char ktls[200];
+        srv->metrics.tls_ktls_available = (uint64_t)ka_tls_ktls_probe(ktls, sizeof(ktls));
+        ka_log(KA_LOG_INFO,
+               srv->metrics.tls_ktls_available ? "kernel TLS offered by the kernel"
+                                               : "kernel TLS unavailable",
+               KA_KS("reason", ktls), KA_KS("tls_ktls", cfg->tls_ktls_off ? "off" : "auto"));
+    }
     if (cfg->tls_cert[0] != '\0') {
         ka_tls_settings_t st = {.is_server = 1,
                                 .cert_file = cfg->tls_cert,
                                 .key_file = cfg->tls_key,
                                 .ca_file = cfg->tls_client_ca,
-                                .client_auth = (enum ka_tls_client_auth)cfg->tls_client_auth};
+                                .client_auth = (enum ka_tls_client_auth)cfg->tls_client_auth,
+                                .ktls = !cfg->tls_ktls_off};
         if (ka_tls_source_new(&st, &srv->tls_clients, why, sizeof(why)) < 0) {
             snprintf(err, errlen, "--tls-cert: %s", why);
             return KA_EINVALID;
@@ -80,7 +97,8 @@ int ka_server_tls_init(ka_server_t *srv, char *err, size_t errlen)
                                 .verify = cfg->upstream_verify,
                                 .server_name = cfg->upstream_server_name[0]
                                                    ? cfg->upstream_server_name
-                                                   : cfg->upstream.host};
+                                                   : cfg->upstream.host,
+                                .ktls = !cfg->tls_ktls_off};
         if (ka_tls_source_new(&st, &srv->tls_upstream, why, sizeof(why)) < 0) {
             snprintf(err, errlen, "--upstream-tls: %s", why);
             return KA_EINVALID;
@@ -172,12 +190,18 @@ static void handshake_done(ka_leg_t *leg)
 {
     ka_session_t *s = leg->session;
     char desc[128];
+    int ktls_send, ktls_recv;
+    static const char *ktls_words[] = {"off", "send", "recv", "send+recv"};
     leg->tls_established = 1;
     s->server->metrics.tls_handshakes++;
     ka_transport_describe(leg->tls, desc, sizeof(desc));
+    ka_transport_ktls(leg->tls, &ktls_send, &ktls_recv);
+    s->server->metrics.tls_ktls_send += (uint64_t)ktls_send;
+    s->server->metrics.tls_ktls_recv += (uint64_t)ktls_recv;
     ka_log(KA_LOG_DEBUG,
            leg->is_client ? "TLS with client established" : "TLS with upstream established",
-           KA_KI("session", s->id), KA_KS("tls", desc));
+           KA_KI("session", s->id), KA_KS("tls", desc),
+           KA_KS("ktls", ktls_words[ktls_send | ktls_recv << 1]));
     if (leg->is_client)
         ka_session_auth_tls(s, leg->tls);
     if (leg->is_client && s->sni_wait) {
@@ -264,12 +288,19 @@ void ka_leg_tls_input(ka_leg_t *leg, ka_pbuf_t *pb, size_t n)
 {
     if (leg->is_client && !leg->tls_checked && refuse_plaintext(leg, pb->data, n))
         return;
-    if (ka_transport_feed(leg->tls, pb->data, n) < 0) {
+    /* OpenSSL reads the records from pb itself; only what the pump leaves
+     * unread (a paused leg) is copied before pb goes back to the pool. */
+    if (ka_transport_lend(leg->tls, pb->data, n) < 0) {
         leg->session->events->close(leg->session, KA_LOG_ERROR, "out of memory for TLS input",
                                     NULL);
         return;
     }
     ka_leg_tls_pump(leg);
+    if (leg->tls != NULL && ka_transport_settle(leg->tls) < 0) { /* NULL: the pump closed */
+        leg->session->events->close(leg->session, KA_LOG_ERROR, "out of memory for TLS input",
+                                    NULL);
+        return;
+    }
     if (leg->tls_more)
         ka_leg_update_reading(leg);
 }
@@ -285,9 +316,12 @@ static void tls_flush_cb(ka_leg_t *dst)
             ka_output_release(s->server, w);
         return;
     }
-    int rc = 0;
-    for (uint32_t i = 0; i < w->nbufs && rc == 0; i++)
-        rc = ka_transport_write(dst->tls, (const uint8_t *)w->bufs[i].base, w->bufs[i].len);
+    /* libuv documents uv_buf_t as laid out like struct iovec on Unix. */
+    _Static_assert(sizeof(uv_buf_t) == sizeof(struct iovec) &&
+                       offsetof(uv_buf_t, base) == offsetof(struct iovec, iov_base) &&
+                       offsetof(uv_buf_t, len) == offsetof(struct iovec, iov_len),
+                   "uv_buf_t is an iovec");
+    int rc = ka_transport_writev(dst->tls, (const struct iovec *)w->bufs, w->nbufs);
     size_t plain = w->bytes;
     ka_output_release(s->server, w);
     if (rc < 0) {

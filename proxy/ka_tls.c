@@ -1,26 +1,37 @@
 /*
  * ka_tls.c: the OpenSSL implementation of ka_transport.h.
  *
- * Each engine is an SSL object between two memory BIOs. OpenSSL keeps its
- * own record buffers (about 17 KiB per direction while a record is in
- * progress, released between records with SSL_MODE_RELEASE_BUFFERS); the
- * input BIO holds at most one socket read that has not been decrypted yet,
- * because the caller stops reading while decrypted bytes wait; the output
- * BIO holds the records of one write until the caller takes them out, which
- * it does at once. Those are the per-connection bounds documented in
- * docs/tls-sasl.md.
+ * Each engine is an SSL object over one BIO of ka_tls_bio.h (not OpenSSL's
+ * memory BIOs, whose zeroing and copies cost more than the cipher). OpenSSL
+ * keeps its own record buffers (about 17 KiB per direction while a record is
+ * in progress, released between records with SSL_MODE_RELEASE_BUFFERS); the
+ * wire's input holds at most one socket read that has not been decrypted
+ * yet, because the caller stops reading while decrypted bytes wait (and a
+ * lent read is copied only when left unread); its output holds the records
+ * of one write until the caller takes them out, which it does at once.
+ * Those are the per-connection bounds documented in docs/tls-sasl.md.
  *
  * SSL_new takes a reference on its SSL_CTX, so a context replaced by a
  * reload lives until the last connection that started on it closes.
+ *
+ * Output is gathered: ka_transport_writev copies runs of small slices into
+ * one staging buffer of a full record's size, so a flush of many small
+ * responses costs one record (one header, one tag, one cipher call) per
+ * 16 KiB rather than one per slice; large slices go to SSL_write as they are.
  */
 #include "ka_transport.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -28,8 +39,17 @@
 #include <openssl/x509v3.h>
 
 #include "ka_error.h"
+#include "ka_tls_bio.h"
 
 #define PATH_CAP 4096
+/* A full TLS record's plaintext (RFC 8446 5.1): the staging buffer of writev. */
+#define RECORD_PLAIN 16384
+/* Slices at least this long are encrypted in place rather than staged. */
+#define STAGE_BELOW 4096
+
+#ifndef TCP_ULP
+#define TCP_ULP 31 /* linux/tcp.h; older libc headers lack it */
+#endif
 
 /* What identifies a file version without reading it. */
 typedef struct file_stamp {
@@ -45,13 +65,14 @@ struct ka_tls_source {
     char server_name[256];
     enum ka_tls_client_auth client_auth;
     int verify;
+    int ktls;              /* SSL_OP_ENABLE_KTLS on every context built */
     SSL_CTX *ctx;          /* the context new connections get */
     file_stamp_t stamp[3]; /* cert, key, ca as last built (or last failed) */
 };
 
 struct ka_transport {
     SSL *ssl;
-    BIO *rbio, *wbio; /* owned by ssl */
+    ka_tls_wire_t wire; /* the bytes on either side of ssl's one BIO (owned by ssl) */
     int established;
     int failed;
     char err[256];
@@ -93,6 +114,10 @@ static SSL_CTX *build_ctx(const ka_tls_source_t *src, char *err, size_t errlen)
     }
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+    /* A renegotiation would only be a way to make kadmit do handshakes mid-stream. */
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+    if (src->ktls)
+        SSL_CTX_set_options(ctx, SSL_OP_ENABLE_KTLS);
     if (src->cert[0] != '\0') {
         if (SSL_CTX_use_certificate_chain_file(ctx, src->cert) != 1) {
             openssl_error(why, sizeof(why), "unreadable");
@@ -164,6 +189,7 @@ int ka_tls_source_new(const ka_tls_settings_t *st, ka_tls_source_t **out, char *
     src->is_server = st->is_server;
     src->client_auth = st->client_auth;
     src->verify = st->verify;
+    src->ktls = st->ktls;
     if (copy_path(src->cert, st->cert_file) < 0 || copy_path(src->key, st->key_file) < 0 ||
         copy_path(src->ca, st->ca_file) < 0 ||
         strlen(st->server_name ? st->server_name : "") >= sizeof(src->server_name)) {
@@ -236,13 +262,10 @@ ka_transport_t *ka_transport_new_named(ka_tls_source_t *src, const char *server_
     if (t == NULL)
         return NULL;
     t->ssl = SSL_new(src->ctx);
-    t->rbio = BIO_new(BIO_s_mem());
-    t->wbio = BIO_new(BIO_s_mem());
-    if (t->ssl == NULL || t->rbio == NULL || t->wbio == NULL)
+    BIO *bio = ka_tls_bio_new(&t->wire);
+    if (t->ssl == NULL || bio == NULL)
         goto fail;
-    /* An empty input buffer means "more to come", not end of file. */
-    BIO_set_mem_eof_return(t->rbio, -1);
-    SSL_set_bio(t->ssl, t->rbio, t->wbio);
+    SSL_set_bio(t->ssl, bio, bio); /* one reference, for both directions */
     if (src->is_server) {
         SSL_set_accept_state(t->ssl);
         return t;
@@ -262,8 +285,7 @@ ka_transport_t *ka_transport_new_named(ka_tls_source_t *src, const char *server_
     }
     return t;
 fail:
-    BIO_free(t->rbio);
-    BIO_free(t->wbio);
+    BIO_free(bio);
 fail_ssl:
     SSL_free(t->ssl);
     ERR_clear_error();
@@ -275,21 +297,31 @@ void ka_transport_free(ka_transport_t *t)
 {
     if (t == NULL)
         return;
-    SSL_free(t->ssl); /* frees both BIOs */
+    SSL_free(t->ssl); /* frees the BIO */
+    ka_tls_bytes_free(&t->wire.in);
+    ka_tls_bytes_free(&t->wire.out);
     free(t);
 }
 
 int ka_transport_feed(ka_transport_t *t, const uint8_t *p, size_t n)
 {
-    while (n > 0) {
-        int chunk = n > INT_MAX ? INT_MAX : (int)n;
-        int w = BIO_write(t->rbio, p, chunk);
-        if (w <= 0)
-            return KA_ENOMEM;
-        p += w;
-        n -= (size_t)w;
-    }
+    if (ka_tls_wire_settle(&t->wire) < 0)
+        return KA_ENOMEM;
+    return ka_tls_bytes_append(&t->wire.in, p, n);
+}
+
+int ka_transport_lend(ka_transport_t *t, const uint8_t *p, size_t n)
+{
+    if (ka_tls_wire_settle(&t->wire) < 0) /* an earlier loan not settled: copy it first */
+        return KA_ENOMEM;
+    t->wire.lent = p;
+    t->wire.lent_len = n;
     return 0;
+}
+
+int ka_transport_settle(ka_transport_t *t)
+{
+    return ka_tls_wire_settle(&t->wire);
 }
 
 /* Records why the engine failed; certificate problems get OpenSSL's words. */
@@ -357,16 +389,42 @@ int ka_transport_write(ka_transport_t *t, const uint8_t *p, size_t n)
     return 0;
 }
 
+int ka_transport_writev(ka_transport_t *t, const struct iovec *iov, size_t n)
+{
+    uint8_t stage[RECORD_PLAIN];
+    size_t staged = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const uint8_t *p = iov[i].iov_base;
+        size_t len = iov[i].iov_len;
+        if (len >= STAGE_BELOW) {
+            if (staged > 0 && (rc = ka_transport_write(t, stage, staged)) < 0)
+                break;
+            staged = 0;
+            rc = ka_transport_write(t, p, len);
+            continue;
+        }
+        if (staged + len > sizeof(stage)) {
+            if ((rc = ka_transport_write(t, stage, staged)) < 0)
+                break;
+            staged = 0;
+        }
+        memcpy(stage + staged, p, len);
+        staged += len;
+    }
+    if (rc == 0 && staged > 0)
+        rc = ka_transport_write(t, stage, staged);
+    return rc;
+}
+
 size_t ka_transport_pending(const ka_transport_t *t)
 {
-    return BIO_ctrl_pending(t->wbio);
+    return t->wire.out.len;
 }
 
 size_t ka_transport_take(ka_transport_t *t, uint8_t *out, size_t cap)
 {
-    int chunk = cap > INT_MAX ? INT_MAX : (int)cap;
-    int n = BIO_read(t->wbio, out, chunk);
-    return n > 0 ? (size_t)n : 0;
+    return ka_tls_bytes_take(&t->wire.out, out, cap);
 }
 
 int ka_transport_established(const ka_transport_t *t)
@@ -376,7 +434,7 @@ int ka_transport_established(const ka_transport_t *t)
 
 int ka_transport_has_input(const ka_transport_t *t)
 {
-    return SSL_pending(t->ssl) > 0 || BIO_ctrl_pending(t->rbio) > 0;
+    return SSL_pending(t->ssl) > 0 || t->wire.in.len > 0 || t->wire.lent_len > 0;
 }
 
 const char *ka_transport_error(const ka_transport_t *t)
@@ -387,6 +445,38 @@ const char *ka_transport_error(const ka_transport_t *t)
 const char *ka_transport_sni(const ka_transport_t *t)
 {
     return SSL_get_servername(t->ssl, TLSEXT_NAMETYPE_host_name);
+}
+
+int ka_tls_ktls_probe(char *why, size_t cap)
+{
+#ifdef OPENSSL_NO_KTLS
+    snprintf(why, cap, "OpenSSL was built without kTLS");
+    return 0;
+#else
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) {
+        snprintf(why, cap, "cannot open a probe socket: %s", strerror(errno));
+        return 0;
+    }
+    /* The tls module refuses a socket that is not connected (ENOTCONN), which
+     * is how it shows it is there; without it the kernel says ENOENT. */
+    int rc = setsockopt(fd, IPPROTO_TCP, TCP_ULP, "tls", sizeof("tls"));
+    int e = errno;
+    close(fd);
+    if (rc == 0 || e == ENOTCONN) {
+        snprintf(why, cap, "the kernel has the tls module");
+        return 1;
+    }
+    snprintf(why, cap, "the kernel has no tls module (TCP_ULP \"tls\": %s)", strerror(e));
+    return 0;
+#endif
+}
+
+void ka_transport_ktls(const ka_transport_t *t, int *send, int *recv)
+{
+    /* Both are 0 on kadmit's BIO, which answers no kTLS control. */
+    *send = BIO_get_ktls_send(SSL_get_wbio(t->ssl)) > 0;
+    *recv = BIO_get_ktls_recv(SSL_get_rbio(t->ssl)) > 0;
 }
 
 void ka_transport_describe(const ka_transport_t *t, char *out, size_t cap)

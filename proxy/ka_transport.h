@@ -17,13 +17,20 @@
  * (a half-written key, a key that does not match its certificate) keeps the
  * previous context and reports why.
  *
- * Only TLS 1.2 and later are offered or accepted.
+ * Only TLS 1.2 and later are offered or accepted, and renegotiation is refused.
+ *
+ * Kernel TLS: with settings.ktls the contexts carry SSL_OP_ENABLE_KTLS, but
+ * OpenSSL hands records to the kernel only through a socket BIO, and these
+ * engines sit on kadmit's own buffer BIO (the socket belongs to libuv). So no engine
+ * uses kTLS today: ka_transport_ktls says so per connection, and
+ * docs/tls-sasl.md ("Kernel TLS") says what using it would take.
  */
 #ifndef KA_TRANSPORT_H
 #define KA_TRANSPORT_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 /* Client certificate checking on a listener (--tls-client-auth). */
 enum ka_tls_client_auth { KA_TLS_AUTH_NONE = 0, KA_TLS_AUTH_OPTIONAL, KA_TLS_AUTH_REQUIRED };
@@ -37,6 +44,7 @@ typedef struct ka_tls_settings {
     enum ka_tls_client_auth client_auth; /* server only */
     int verify;                          /* client only: check the server's chain and name */
     const char *server_name;             /* client only: SNI and the name checked */
+    int ktls; /* set SSL_OP_ENABLE_KTLS (--tls-ktls auto); inert on a buffer BIO */
 } ka_tls_settings_t;
 
 typedef struct ka_tls_source ka_tls_source_t;
@@ -66,8 +74,16 @@ ka_transport_t *ka_transport_new_named(ka_tls_source_t *src, const char *server_
 const char *ka_transport_sni(const ka_transport_t *t);
 void ka_transport_free(ka_transport_t *t);
 
-/* Ciphertext read from the socket. Returns 0 or KA_ENOMEM. */
+/* Ciphertext read from the socket, copied. Returns 0 or KA_ENOMEM. */
 int ka_transport_feed(ka_transport_t *t, const uint8_t *p, size_t n);
+/*
+ * The same without the copy: p is read in place by the following
+ * ka_transport_read calls, and must stay valid until ka_transport_settle,
+ * which copies whatever is left unread (call it before p is released).
+ * Returns 0 or KA_ENOMEM.
+ */
+int ka_transport_lend(ka_transport_t *t, const uint8_t *p, size_t n);
+int ka_transport_settle(ka_transport_t *t);
 /*
  * Plaintext decrypted from what was fed, up to cap bytes; also advances the
  * handshake. Returns the byte count (0: more ciphertext is needed), or a
@@ -77,6 +93,12 @@ int ka_transport_feed(ka_transport_t *t, const uint8_t *p, size_t n);
 long ka_transport_read(ka_transport_t *t, uint8_t *out, size_t cap);
 /* Encrypts plaintext; only once established. Returns 0 or a negative ka_err. */
 int ka_transport_write(ka_transport_t *t, const uint8_t *p, size_t n);
+/*
+ * Encrypts n slices as if they were one buffer: small slices are gathered
+ * into records of up to 16 KiB instead of one record (and one record header
+ * and tag) each. Returns 0 or a negative ka_err.
+ */
+int ka_transport_writev(ka_transport_t *t, const struct iovec *iov, size_t n);
 /* Ciphertext waiting to be written to the socket, and taking it out. */
 size_t ka_transport_pending(const ka_transport_t *t);
 size_t ka_transport_take(ka_transport_t *t, uint8_t *out, size_t cap);
@@ -93,6 +115,14 @@ const char *ka_transport_error(const ka_transport_t *t);
  * is no verified certificate, or KA_EOVERFLOW when cap is too small.
  */
 long ka_transport_peer_subject(const ka_transport_t *t, char *out, size_t cap);
+/*
+ * Whether the kernel offers kTLS: 1 when OpenSSL was built with it and the
+ * kernel has the "tls" TCP upper-layer protocol, else 0; why gets a sentence
+ * either way. Opens (and closes) one unconnected socket: call it once.
+ */
+int ka_tls_ktls_probe(char *why, size_t cap);
+/* Whether the kernel encrypts (send) and decrypts (recv) this engine's records. */
+void ka_transport_ktls(const ka_transport_t *t, int *send, int *recv);
 /* "TLSv1.3 TLS_AES_256_GCM_SHA384" once established. */
 void ka_transport_describe(const ka_transport_t *t, char *out, size_t cap);
 

@@ -7,7 +7,7 @@ Two kadmit instances, both terminating TLS toward clients and originating TLS to
         and its metadata connection authenticating with SCRAM-SHA-512 over TLS
   mtls  127.0.0.1:9691+b -> broker SSL listener; client certificates required (bootstrap only:
         the broker advertises the tls instance)
-  and short-lived instances at 9791+b, 9891+b, 9991+b. Each has its admin API at 6000 above.
+  and short-lived instances at 9491+b, 9791+b, 9891+b, 9991+b. Each has its admin API at 6000 above.
 
 kcat here links librdkafka 2.0.2, whose SCRAM fails against Kafka 4.1 even without kadmit,
 so SCRAM through librdkafka uses confluent-kafka (a newer librdkafka); kcat uses PLAIN.
@@ -157,6 +157,53 @@ def test_java_and_kcat_round_trip_over_tls(env, tmp_path):
     assert console_consume(tls_bootstrap(c), props, "tls-kcat", 300) == kcat_lines
     assert kt.metric("kadmit_tls_handshakes_total") >= 4
     assert kt.metric("kadmit_tls_handshake_failures_total") == 0
+
+
+def kernel_lists_tls_ulp() -> bool:
+    """The kernel's own list of TCP upper-layer protocols (read after kadmit's probe, which
+    loads the tls module where it can be loaded)."""
+    return "tls" in Path("/proc/sys/net/ipv4/tcp_available_ulp").read_text().split()
+
+
+def test_ktls_auto_probes_the_kernel_and_reports_each_leg(env):
+    """--tls-ktls auto (the default): the start-up probe says what the kernel says, and no leg
+    claims kernel TLS, since the engines run over memory BIOs; TLS works all the same (the
+    round trip above ran on this instance)."""
+    kt = env["tls"]
+    listed = kernel_lists_tls_ulp()
+    kt.wait_log("kernel TLS offered by the kernel" if listed else "kernel TLS unavailable")
+    line = next(x for x in kt.text().splitlines() if "kernel TLS" in x)
+    assert "auto" in line, line
+    if not listed:
+        assert "no tls module" in line, line
+    assert kt.metric("kadmit_tls_ktls_available") == int(listed)
+    assert kt.metric("kadmit_tls_handshakes_total") >= 4
+    assert kt.metric('kadmit_tls_ktls_sessions_total{direction="send"}') == 0
+    assert kt.metric('kadmit_tls_ktls_sessions_total{direction="recv"}') == 0
+
+
+def test_ktls_off_and_a_bad_value(env, tmp_path):
+    c = env["cluster"]
+    b = c.port_base
+    live = env["live"]
+    p = clients.run([str(kadmit_bin()), "--upstream", f"{HOST}:{c.tls_port}", "--tls-ktls",
+                     "on"], check=False, timeout=30)
+    out = (p.stdout + p.stderr).decode(errors="replace")
+    assert p.returncode != 0
+    assert "--tls-ktls" in out and "expected auto or off" in out, out
+    k = Kadmit(env["dir"], "ktlsoff", 9491 + b, c.tls_port, 15491 + b,
+               ["--tls-cert", str(live / "server.pem"), "--tls-key", str(live / "server.key"),
+                "--upstream-tls", "true", "--upstream-ca", str(c.ca.cert), "--tls-ktls", "off"])
+    try:
+        k.wait_log("kernel TLS")
+        line = next(x for x in k.text().splitlines() if "kernel TLS" in x)
+        assert "off" in line, line
+        p = kcat("-L", "-b", f"{HOST}:{k.listen}", *c.kcat_args(), "-m", "10", timeout=30)
+        assert "1 brokers" in clients.text(p), clients.text(p)
+        assert k.metric("kadmit_tls_handshakes_total") >= 2
+    finally:
+        k.proc.stop()
+    assert not k.problems(alive=False)
 
 
 def test_plaintext_client_on_tls_port_is_refused(env):

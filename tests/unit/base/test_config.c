@@ -412,6 +412,18 @@ static void test_tls_and_sasl_flags(void **state)
     const char *mech[] = {"kadmit", "--upstream", "b:1", "--metadata-sasl-mechanism", "GSSAPI"};
     assert_true(parse(&cfg, 5, mech) < 0);
     assert_non_null(strstr(err, "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"));
+    /* --tls-ktls: auto by default, off when asked, anything else refused with the choices. */
+    assert_int_equal(parse(&cfg, 3, plain), KA_CONFIG_RUN);
+    assert_int_equal(cfg.tls_ktls_off, 0);
+    const char *ktls_off[] = {"kadmit", "--upstream", "b:1", "--tls-ktls", "off"};
+    assert_int_equal(parse(&cfg, 5, ktls_off), KA_CONFIG_RUN);
+    assert_int_equal(cfg.tls_ktls_off, 1);
+    const char *ktls_auto[] = {"kadmit", "--upstream", "b:1", "--tls-ktls=auto"};
+    assert_int_equal(parse(&cfg, 4, ktls_auto), KA_CONFIG_RUN);
+    assert_int_equal(cfg.tls_ktls_off, 0);
+    const char *ktls_bad[] = {"kadmit", "--upstream", "b:1", "--tls-ktls", "on"};
+    assert_true(parse(&cfg, 5, ktls_bad) < 0);
+    assert_non_null(strstr(err, "expected auto or off"));
 
     /* The password: the environment when no file is given, and an error without either. */
     const char *sasl[] = {"kadmit", "--upstream",
