@@ -120,7 +120,7 @@ def measure(n: int, rounds: int) -> dict:
         procs.append(kad)
         hap_port = OFF_HAP_FRONT + node.id
         hap = suite.start_haproxy(d, "conns-haproxy", [(hap_port, node.direct_port)],
-                                  maxconn=n + 1000)
+                                  maxconn=n + 10)  # HAProxy wants 2 x maxconn descriptors
         procs.append(hap)
         ports = {"direct": (node.direct_port, None), "kadmit": (node.sidecar_port, kad),
                  "haproxy": (hap_port, hap)}
