@@ -201,8 +201,7 @@ def wait_leaders(k, topics: list[str], suite, timeout: float = 60) -> None:
 def one_run(k, p: dict, path: str, tag: str, rate: int, suite) -> dict:
     n = p["BENCH_LOAD_TOPICS"]
     topics = [f"load-{tag}-{path}-{i}" for i in range(n)]
-    # one CreateTopics on the wire (the CLI costs a JVM start per call); the warmup covers
-    # the moment until each partition has a leader
+    # one CreateTopics on the wire (the CLI costs a JVM start per call)
     made = suite.create_topics_raw(k.c.nodes[0].direct_port, topics, 1, k.rf)
     if any(code != 0 for _, code, _ in made):
         raise RuntimeError(f"load: creating the topics failed: {made}")
