@@ -6,8 +6,9 @@ For each path (direct to the broker, through kadmit, through HAProxy) the client
 connections (default 10,000), 256 at a time; on each it sends one ApiVersions v0 and reads the
 answer, so every connection has really been carried to the broker and back (kadmit also decodes
 and lowers that answer). Then all N stay open and idle. The accept rate is N over the time from
-the first connect to the last answer. The proxy's RSS and PSS (/proc/<pid>/smaps_rollup) are read
-before the first connection and 2 s after the last; the difference over N is the memory per idle
+the first connect to the last answer. Each run starts a fresh proxy process (one that
+held connections before keeps their freed memory). Its RSS and PSS (/proc/<pid>/smaps_rollup) are
+read before the first connection and 2 s after the last; the difference over N is the memory per idle
 connection. Then all are closed and the RSS is read again. Any connection that fails, or a
 kadmit_connections_active that is not N, fails the run.
 
@@ -112,26 +113,37 @@ def measure(n: int, rounds: int) -> dict:
     out = {"n": n, "rounds": [], "load_start": suite.load_triplet()}
     try:
         c.start()
-        kad = suite.spawn("conns-kadmit", d, [
-            str(kc.kadmit_bin()), "--listen", f"127.0.0.1:{node.sidecar_port}", "--upstream",
-            f"127.0.0.1:{node.client_port}", "--admin", f"127.0.0.1:{node.admin_port}",
-            "--max-connections", str(n + 1000), "--log-level", "warn"],
-            f"--listen\0127.0.0.1:{node.sidecar_port}", node.sidecar_port)
-        procs.append(kad)
         hap_port = OFF_HAP_FRONT + node.id
-        hap = suite.start_haproxy(d, "conns-haproxy", [(hap_port, node.direct_port)],
-                                  maxconn=n + 10)  # HAProxy wants 2 x maxconn descriptors
-        procs.append(hap)
-        ports = {"direct": (node.direct_port, None), "kadmit": (node.sidecar_port, kad),
-                 "haproxy": (hap_port, hap)}
+
+        def fresh(path: str):
+            """A new proxy process for each run: a process that held N connections before keeps
+            their freed memory, and the next run's growth would read as zero."""
+            if path == "kadmit":
+                return suite.spawn("conns-kadmit", d, [
+                    str(kc.kadmit_bin()), "--listen", f"127.0.0.1:{node.sidecar_port}",
+                    "--upstream", f"127.0.0.1:{node.client_port}", "--admin",
+                    f"127.0.0.1:{node.admin_port}", "--max-connections", str(n + 1000),
+                    "--log-level", "warn"], f"--listen\0127.0.0.1:{node.sidecar_port}",
+                    node.sidecar_port)
+            if path == "haproxy":  # HAProxy wants 2 x maxconn descriptors
+                return suite.start_haproxy(d, "conns-haproxy", [(hap_port, node.direct_port)],
+                                           maxconn=n + 10)
+            return None
+        ports = {"direct": node.direct_port, "kadmit": node.sidecar_port, "haproxy": hap_port}
         out["versions"] = {"haproxy": suite.sh([suite.HAPROXY, "-v"]).splitlines()[0]}
         for r, order in suite.rotations(rounds):
             row = {}
             for path in order:
-                port, proc = ports[path]
+                port, proc = ports[path], fresh(path)
+                if proc:
+                    procs.append(proc)
+                    time.sleep(1.0)  # its start-up allocations (kadmit's metadata client) done
                 pid = proc.pid() if proc else node.proc.pid()
                 before = mem(pid)
                 res, errors = asyncio.run(open_and_hold(port, n, path, node, pid))
+                if proc:
+                    proc.stop(10)
+                    procs.remove(proc)
                 if errors:
                     raise RuntimeError(f"conns {path}: {len(errors)} of {n} connections failed: "
                                        + "; ".join(errors[:5]))
