@@ -74,8 +74,8 @@ class Wire:
             left -= len(chunk)
         return b"".join(chunks)
 
-    def create(self, topic: str, partitions: int = 1, rf: int = 3) -> tuple[float, int]:
-        """(seconds from send to answer, error code)."""
+    def create(self, topic: str, partitions: int = 1, rf: int = 3) -> tuple[float, int, str]:
+        """(seconds from send to answer, error code, error message)."""
         self.cid += 1
         body = (struct.pack(">i", 1) + _kstr(topic) + struct.pack(">ihii", partitions, rf, 0, 0)
                 + struct.pack(">i?", 30000, False))
@@ -88,8 +88,9 @@ class Wire:
         elapsed = time.perf_counter() - t0
         cid, _, _, name_len = struct.unpack_from(">iiih", resp, 0)  # cid, throttle, count, name
         assert cid == self.cid
-        (code,) = struct.unpack_from(">h", resp, 14 + name_len)
-        return elapsed, code
+        (code, msg_len) = struct.unpack_from(">hh", resp, 14 + name_len)
+        msg = resp[18 + name_len:18 + name_len + max(0, msg_len)].decode(errors="replace")
+        return elapsed, code, msg
 
     def close(self) -> None:
         self.sock.close()
@@ -157,6 +158,7 @@ def measure(n: int, warmup: int) -> dict:
     policy = d / "policy.json"
     policy.write_text(json.dumps({"max.broker.partitions": 1000000}))
     procs: list[tuple] = []
+    problems: list[str] = []
     wires: dict[tuple[str, int], Wire] = {}
     try:
         c.start()
@@ -177,7 +179,6 @@ def measure(n: int, warmup: int) -> dict:
                 time.sleep(0.5)
         times: dict[str, list[float]] = {p: [] for p in PATHS}
         errors: dict[str, int] = {p: 0 for p in PATHS}
-        problems: list[str] = []
         stamp = time.strftime("%H%M%S")
         t0 = time.monotonic()
         for r in range(n):
@@ -185,12 +186,13 @@ def measure(n: int, warmup: int) -> dict:
             order = PATHS[r % 3:] + PATHS[:r % 3]
             for path in order:
                 topic = f"bench-ledger-{stamp}-{path.replace(' ', '-')}-{r}"
-                elapsed, code = wires[(path, node)].create(topic)
+                elapsed, code, msg = wires[(path, node)].create(topic)
                 if code != 0:
                     # An error's time is not a latency of an admitted create: it is never
                     # counted, and any error fails the run.
                     errors[path] += 1
-                    problems.append(f"{path} round {r}: CreateTopics error {code}")
+                    problems.append(f"{path} round {r} broker {node} ({topic}, "
+                                    f"{1000 * elapsed:.0f} ms): CreateTopics error {code}: {msg}")
                     continue
                 times[path].append(elapsed)
         wall = time.monotonic() - t0
@@ -204,7 +206,7 @@ def measure(n: int, warmup: int) -> dict:
         with ThreadPoolExecutor(max(1, len(procs))) as ex:
             list(ex.map(lambda t: t[0].stop(10), procs))
         c.stop()
-        if sys.exc_info()[0] is None:
+        if sys.exc_info()[0] is None and not problems:
             shutil.rmtree(d, ignore_errors=True)
         else:  # the sidecars' and brokers' logs say why
             print(f"ledger bench failed: its directory is kept: {d}", file=sys.stderr)

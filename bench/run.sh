@@ -8,6 +8,13 @@
 #   bench/run.sh --smoke    a quick check that the forwarding part and the output work
 #   bench/run.sh --only fwd,kafka,sweep,limit   a subset
 #   bench/run.sh --only gateway   the gateway (3 brokers) vs HAProxy vs direct (bench/gateway.py)
+#   bench/run.sh --only load      millicores per MB/s (10 topics, 1 KiB, fixed rate) and MB/s per
+#                                 core at saturation, kadmit vs HAProxy (bench/kafka_load.py)
+#   bench/run.sh --only conns     memory per idle connection (10,000) and the accept rate, kadmit
+#                                 vs HAProxy, in its own network namespace (bench/idle_conns.py)
+#   bench/run.sh --only ledger    the latency the ledger adds to a CreateTopics, 3 brokers
+#                                 (bench/ledger_latency.py; BENCH_LEDGER_CREATES=1000 for the
+#                                 clean-run check)
 #
 # Parameters come from the environment (BENCH_*, listed in bench/suite.py), ports from
 # KADMIT_TEST_PORT_BASE. Needs haproxy and gnuplot (scripts/deps.sh), a JDK, and the Kafka

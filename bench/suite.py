@@ -14,6 +14,12 @@ Parts (each repetition interleaves the paths, rotating which goes first):
             and the broker's partition count stays at or below the limit
   ledger    the latency the cluster-wide ledger adds to an admitted CreateTopics, 3 brokers,
             ledger on / ledger off / direct (bench/ledger_latency.py, its own cluster)
+  load      millicores per MB/s at a fixed offered rate and MB/s per core at saturation: 10
+            topics, 1 KiB records, a producer and a consumer per path, direct, kadmit, haproxy
+            (bench/kafka_load.py; not in the default set)
+  conns     memory per idle client connection (10,000 through kadmit and HAProxy to the
+            broker) and the accept rate (bench/idle_conns.py, its own broker; not in the default
+            set)
   gateway   kadmit --mode gateway in front of 3 brokers vs HAProxy (a port per broker, the
             brokers advertising HAProxy) vs direct: producer, CPU per GB, the Metadata rewrite
             at 200,000 partitions, Metadata latency on a large cluster (bench/gateway.py, its
@@ -88,8 +94,11 @@ OFF_HAPROXY_BOUND, OFF_HAPROXY_FRONT = 23090, 25090  # + node id
 
 def params(smoke: bool) -> dict:
     import gateway  # its parameters too (the module imports this one)
+    import idle_conns
+    import kafka_load
     out = {}
-    for k, (default, smoke_default, _) in (PARAMS | gateway.PARAMS).items():
+    every = PARAMS | gateway.PARAMS | kafka_load.PARAMS | idle_conns.PARAMS
+    for k, (default, smoke_default, _) in every.items():
         d = smoke_default if smoke else default
         v = os.environ.get(k)
         out[k] = d if v is None else (type(d)(v) if not isinstance(d, str) else v)
@@ -166,12 +175,16 @@ def spawn(name: str, workdir: Path, argv: list[str], marker: str, port: int | No
     return p
 
 
-def start_haproxy(workdir: Path, name: str, pairs: list[tuple[int, int]]) -> kc.Proc:
+def start_haproxy(workdir: Path, name: str, pairs: list[tuple[int, int]],
+                  stats: Path | None = None, maxconn: int = 4000) -> kc.Proc:
     """HAProxy 2.6 in TCP mode, one thread (kadmit uses one loop thread), one frontend per
-    (listen port, target port) pair."""
+    (listen port, target port) pair. With stats, a stats socket there (byte counters)."""
     cfg = workdir / f"{name}.cfg"
-    text = ["global", "    nbthread 1", "    maxconn 4000", "defaults", "    mode tcp",
-            "    timeout connect 5s", "    timeout client 10m", "    timeout server 10m"]
+    text = ["global", "    nbthread 1", f"    maxconn {maxconn}"]
+    if stats is not None:
+        text += [f"    stats socket {stats} mode 600 level admin"]
+    text += ["defaults", "    mode tcp",
+             "    timeout connect 5s", "    timeout client 10m", "    timeout server 10m"]
     for i, (listen, target) in enumerate(pairs):
         text += [f"listen p{i}", f"    bind {HOST}:{listen}", f"    server s{i} {HOST}:{target}"]
     cfg.write_text("\n".join(text) + "\n")
@@ -290,8 +303,10 @@ class Kafka:
         kc.ensure_kafka()
         self.c.start()
         self.sidecars.start()
+        self.hap_stats = self.workdir / "kafka-haproxy.sock"
         self.hap = start_haproxy(self.workdir, "kafka-haproxy",
-                                 [(self.c.hap_front(n), self.c.hap_bound(n)) for n in self.c.nodes])
+                                 [(self.c.hap_front(n), self.c.hap_bound(n)) for n in self.c.nodes],
+                                 stats=self.hap_stats)
 
     def stop(self) -> None:
         if self.hap:
@@ -796,6 +811,12 @@ def markdown(res: dict) -> str:
                    [[s["topic"], s.get("partitions", lim["per_topic"]), s["error_code"], s["broker_partitions"], s["admin_partitions"],
                      s["admin_reserved"], s["limit"]] for s in lim["steps"]])
         L += [f"Rejection message: {lim['rejected_message']}", ""]
+    if res.get("load"):
+        import kafka_load
+        L += kafka_load.markdown(res["load"], p)
+    if res.get("conns"):
+        import idle_conns
+        L += idle_conns.markdown(res["conns"])
     if res.get("gateway", {}).get("load_end"):
         import gateway
         L += gateway.markdown(res["gateway"], p)
@@ -985,7 +1006,7 @@ def main() -> int:
     try:
         if "fwd" in parts:
             res["fwd"] = bench_fwd(p, base, workdir, Path(args.build))
-        if parts & {"kafka", "sweep", "limit"}:
+        if parts & {"kafka", "sweep", "limit", "load"}:
             k = Kafka(p, workdir)
             try:
                 t1 = time.monotonic()
@@ -993,6 +1014,9 @@ def main() -> int:
                 log(f"cluster of {k.c.n} broker(s) ready in {time.monotonic() - t1:.0f} s")
                 if "kafka" in parts:
                     res["kafka"] = bench_kafka(k, p)
+                if "load" in parts:
+                    import kafka_load
+                    res["load"] = kafka_load.run(k, p, sys.modules[__name__])
                 if "sweep" in parts and p["BENCH_SWEEP"]:
                     res["sweep"] = []
                     bench_sweep(k, p, res["sweep"])
@@ -1002,6 +1026,9 @@ def main() -> int:
                 k.stop()
         if "tls" in parts and p["BENCH_TLS_RECORDS"] > 0:
             res["tls"] = bench_tls(p)
+        if "conns" in parts:
+            import idle_conns
+            res["conns"] = idle_conns.run(p, workdir, sys.modules[__name__])
         if "gateway" in parts:
             import gateway
             res["gateway"] = {}
