@@ -32,10 +32,12 @@ static void alloc_cb(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
  * per byte. A read that used under a quarter halves it again, so an idle or
  * small-frame leg goes back to KA_POOL_READ_SIZE. The pool still bounds every
  * buffer: when it is short, ka_pool_alloc returns less, and a short buffer
- * never counts as a full one here.
+ * never counts as a full one here. TLS legs keep KA_POOL_READ_SIZE.
  */
 void ka_leg_note_read(ka_leg_t *leg, size_t nread, size_t cap)
 {
+    if (leg->tls != NULL)
+        return; /* undecrypted input is held outside the pool (docs/tls-sasl.md): 64 KiB */
     uint32_t size = leg->read_size ? leg->read_size : KA_POOL_READ_SIZE;
     if (nread == cap && cap == size && size < KA_POOL_READ_MAX)
         leg->read_size = size * 2;

@@ -140,6 +140,9 @@ struct ka_leg {
     int resume_queued;
     int handshake_failed;   /* the SaslHandshake v0 answer carried an error */
     int frame_is_handshake; /* the request being read is SaslHandshake v0 */
+    /* Client leg: 1 + (api key << 16 | version) of the last request whose key
+     * was known and whose version kadmit decodes or does not judge; 0 none. */
+    uint32_t checked_key_version;
 
     /* TLS (ka_session_tls.c); a plaintext leg has tls == NULL and nothing else changes. */
     ka_transport_t *tls;
