@@ -92,6 +92,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--warmup", type=float, default=1)
+    ap.add_argument("--response-bytes", type=int, default=64,
+                    help="the sink's answer body (large: a consumer's Fetch-like shape)")
     ap.add_argument("--no-haproxy", action="store_true")
     ap.add_argument("--direct", action="store_true", help="also gen -> sink (the sink's CPU)")
     ap.add_argument("--no-syscalls", action="store_true")
@@ -119,8 +121,8 @@ def main() -> int:
 
     load0 = os.getloadavg()
     try:
-        spawn("sink", [str(build / "bench_fwd_sink"), "--listen", f"{HOST}:{sink_port}"],
-              sink_port)
+        spawn("sink", [str(build / "bench_fwd_sink"), "--listen", f"{HOST}:{sink_port}",
+                       "--response-bytes", str(args.response_bytes)], sink_port)
         paths = {"A": a_port}
         spawn("A", kadmit(args.a, a_port), a_port)
         if args.b:
