@@ -260,6 +260,42 @@ static enum step sasl_refusal(ka_leg_t *src, ka_pbuf_t *hold)
     return STEP_GO;
 }
 
+/*
+ * A client sends runs of requests of one API and version (a producer's
+ * Produce after Produce), and whether a key is known and its version
+ * decodable are pure functions of the two: the leg remembers the last pair
+ * that passed both checks, so a pass-through frame of the same pair skips
+ * the table searches. 0 is "none" (key -1 never passes).
+ */
+static uint32_t key_version(const ka_frame_header_t *h)
+{
+    return (uint32_t)(uint16_t)h->api_key << 16 | (uint16_t)h->api_version;
+}
+
+static int same_key_version(const ka_leg_t *src, const ka_frame_header_t *h)
+{
+    return src->checked_key_version != 0 && src->checked_key_version == key_version(h) + 1;
+}
+
+/* The checks same_key_version skips: -1 when the session closed. */
+static int check_key_version(ka_leg_t *src, const ka_frame_header_t *h)
+{
+    ka_session_t *s = src->session;
+    if (refuse_undecodable_version(s, h))
+        return -1;
+    if (ka_api_info_find(h->api_key) != NULL) {
+        src->checked_key_version = key_version(h) + 1;
+        return 0;
+    }
+    s->server->metrics.unknown_api_keys++;
+    if (!s->warned_unknown_api)
+        ka_log(KA_LOG_WARN, "unknown API key, passed through to the broker",
+               KA_KI("session", s->id), KA_KS("peer", s->peer), KA_KI("api_key", h->api_key),
+               KA_KI("version", h->api_version));
+    s->warned_unknown_api = 1;
+    return 0;
+}
+
 /* Decides the route of a frame whose header was just peeked. */
 static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, size_t a, size_t b,
                            size_t *run)
@@ -282,17 +318,9 @@ static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, s
                 s->events->close(s, KA_LOG_WARN, "too many requests in flight", NULL);
                 return STEP_CLOSED;
             }
-        } else if (refuse_undecodable_version(s, h)) {
-            return STEP_CLOSED;
         } else {
-            if (ka_api_info_find(h->api_key) == NULL) {
-                s->server->metrics.unknown_api_keys++;
-                if (!s->warned_unknown_api)
-                    ka_log(KA_LOG_WARN, "unknown API key, passed through to the broker",
-                           KA_KI("session", s->id), KA_KS("peer", s->peer),
-                           KA_KI("api_key", h->api_key), KA_KI("version", h->api_version));
-                s->warned_unknown_api = 1;
-            }
+            if (!same_key_version(src, h) && check_key_version(src, h) < 0)
+                return STEP_CLOSED;
             const ka_intercept_entry_t *ie = ka_intercept_lookup(&s->server->intercept, h->api_key);
             if (h->api_key == KA_API_SASL_HANDSHAKE)
                 ka_session_auth_handshake(s, h);
