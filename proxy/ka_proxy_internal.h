@@ -335,6 +335,17 @@ int ka_relay_resume(ka_leg_t *leg);
 void ka_relay_release(ka_leg_t *leg);
 /* Keeps bytes read while the leg may not process them (ka_session_tls.c, SNI routing). */
 void ka_relay_park(ka_leg_t *leg, ka_pbuf_t *pb, size_t off, size_t len);
+/* ka_relay_checks.c: a frame's header before it is routed (see there). The
+ * refusals close the session and return nonzero. */
+void ka_relay_frame_error(ka_leg_t *src);
+int ka_relay_refuse_undecodable_version(ka_session_t *s, const ka_frame_header_t *h);
+int ka_relay_sasl_refused(ka_session_t *s, const ka_frame_header_t *h);
+int ka_relay_check_key_version(ka_leg_t *src, const ka_frame_header_t *h);
+/* A request's (api key, version) as the leg remembers it (checked_key_version, + 1). */
+static inline uint32_t ka_relay_key_version(const ka_frame_header_t *h)
+{
+    return (uint32_t)(uint16_t)h->api_key << 16 | (uint16_t)h->api_version;
+}
 /* ka_relay_hold.c: a held frame's memory, taken as its bytes arrive. Grows the
  * buffer for at least one more read (0, or KA_ENOMEM: then wait for it). */
 int ka_relay_hold_grow(ka_leg_t *leg);

@@ -77,41 +77,6 @@ void ka_relay_release(ka_leg_t *leg)
     ka_frame_free(&leg->splitter);
 }
 
-static void frame_error(ka_leg_t *src)
-{
-    ka_session_t *s = src->session;
-    ka_metrics_t *m = &s->server->metrics;
-    const ka_splitter_t *sp = &src->splitter;
-    const char *dir = src->is_client ? "request" : "response";
-
-    switch (sp->error) {
-    case KA_FRAME_EOVERSIZE:
-        m->frames_oversize++;
-        ka_log(KA_LOG_WARN, "frame size above the cap, closing", KA_KI("session", s->id),
-               KA_KS("peer", s->peer), KA_KS("direction", dir),
-               KA_KI("size", (uint32_t)sp->last_size), KA_KI("cap", sp->max_frame));
-        break;
-    case KA_FRAME_EUNDERSIZE:
-        m->frames_undersize++;
-        ka_log(KA_LOG_WARN, "frame size below the smallest header, closing",
-               KA_KI("session", s->id), KA_KS("peer", s->peer), KA_KS("direction", dir),
-               KA_KI("size", sp->last_size));
-        break;
-    case KA_FRAME_ETLS:
-        m->tls_on_plaintext++;
-        ka_log(KA_LOG_WARN, "TLS handshake on a plaintext listener, closing",
-               KA_KI("session", s->id), KA_KS("peer", s->peer));
-        break;
-    default:
-        m->protocol_errors++;
-        ka_log(KA_LOG_WARN, "malformed frame header, closing", KA_KI("session", s->id),
-               KA_KS("peer", s->peer), KA_KS("direction", dir),
-               KA_KS("error", ka_frame_strerror(sp->error)));
-        break;
-    }
-    s->events->close(s, KA_LOG_DEBUG, "protocol error", ka_frame_strerror(sp->error));
-}
-
 /* Writes every LOCAL answer that has become due to the client. */
 static void write_due_answers(ka_session_t *s)
 {
@@ -190,54 +155,7 @@ static uint32_t request_flags(ka_session_t *s, const ka_frame_header_t *h, int b
     return flags | ka_session_auth_flags(s, h->api_key, 0);
 }
 
-/*
- * Invariant 4: a request to an API that kadmit judges, at a version kadmit
- * cannot decode, is never forwarded blindly, with or without a policy. Real
- * clients never send one (they follow the clamped ApiVersions), so a broker
- * would treat it as a client error too: log, count, close. The peeked header
- * is enough, so pass-through frames pay one table lookup.
- */
-static int refuse_undecodable_version(ka_session_t *s, const ka_frame_header_t *h)
-{
-    int api = ka_adm_api_of(h->api_key);
-    char detail[160];
-    if (api < 0 || !ka_adm_version_refused(h->api_key, h->api_version, detail, sizeof(detail)))
-        return 0;
-    s->server->metrics.adm_version_refused[api]++;
-    /* The same line the admission hook writes when it refuses a request. */
-    ka_log(KA_LOG_WARN, "admission request refused, closing the connection",
-           KA_KS("api", ka_api_name(h->api_key)), KA_KI("version", h->api_version),
-           KA_KS("detail", detail));
-    ka_session_close(s, KA_LOG_INFO, "closed after a refused request", detail);
-    return 1;
-}
-
-/*
- * SaslHandshake v0 hands the connection to raw SASL tokens, which kadmit
- * follows only for mechanisms with a fixed number of them. With a policy,
- * any other mechanism (GSSAPI) would make the connection opaque and its
- * later requests unjudged, so the handshake is held and answered locally
- * (sasl_refusal) instead. SaslHandshake v1 (every client since Kafka 1.0)
- * keeps Kafka framing and passes for any mechanism.
- */
-static int sasl_refused(ka_session_t *s, const ka_frame_header_t *h)
-{
-    size_t len = h->sasl_mechanism.len > 0 ? (size_t)h->sasl_mechanism.len : 0;
-    char mechanism[64];
-    if (h->api_key != KA_API_SASL_HANDSHAKE || h->api_version != 0 ||
-        s->server->admission == NULL || ka_sasl_mechanism_tokens(h->sasl_mechanism.ptr, len) > 0)
-        return 0;
-    s->server->metrics.sasl_v0_refused++;
-    snprintf(mechanism, sizeof(mechanism), "%.*s", (int)(len < 63 ? len : 63),
-             len ? (const char *)h->sasl_mechanism.ptr : "");
-    ka_log(KA_LOG_WARN,
-           "SaslHandshake v0 for a mechanism kadmit cannot follow, refused "
-           "(UNSUPPORTED_SASL_MECHANISM); use SaslHandshake v1",
-           KA_KI("session", s->id), KA_KS("peer", s->peer), KA_KS("mechanism", mechanism));
-    return 1;
-}
-
-/* The held, refused SaslHandshake v0 (sasl_refused) gets its answer in order. */
+/* The held, refused SaslHandshake v0 (ka_relay_sasl_refused) gets its answer in order. */
 static enum step sasl_refusal(ka_leg_t *src, ka_pbuf_t *hold)
 {
     ka_session_t *s = src->session;
@@ -267,33 +185,9 @@ static enum step sasl_refusal(ka_leg_t *src, ka_pbuf_t *hold)
  * that passed both checks, so a pass-through frame of the same pair skips
  * the table searches. 0 is "none" (key -1 never passes).
  */
-static uint32_t key_version(const ka_frame_header_t *h)
-{
-    return (uint32_t)(uint16_t)h->api_key << 16 | (uint16_t)h->api_version;
-}
-
 static int same_key_version(const ka_leg_t *src, const ka_frame_header_t *h)
 {
-    return src->checked_key_version != 0 && src->checked_key_version == key_version(h) + 1;
-}
-
-/* The checks same_key_version skips: -1 when the session closed. */
-static int check_key_version(ka_leg_t *src, const ka_frame_header_t *h)
-{
-    ka_session_t *s = src->session;
-    if (refuse_undecodable_version(s, h))
-        return -1;
-    if (ka_api_info_find(h->api_key) != NULL) {
-        src->checked_key_version = key_version(h) + 1;
-        return 0;
-    }
-    s->server->metrics.unknown_api_keys++;
-    if (!s->warned_unknown_api)
-        ka_log(KA_LOG_WARN, "unknown API key, passed through to the broker",
-               KA_KI("session", s->id), KA_KS("peer", s->peer), KA_KI("api_key", h->api_key),
-               KA_KI("version", h->api_version));
-    s->warned_unknown_api = 1;
-    return 0;
+    return src->checked_key_version != 0 && src->checked_key_version == ka_relay_key_version(h) + 1;
 }
 
 /* Decides the route of a frame whose header was just peeked. */
@@ -319,12 +213,12 @@ static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, s
                 return STEP_CLOSED;
             }
         } else {
-            if (!same_key_version(src, h) && check_key_version(src, h) < 0)
+            if (!same_key_version(src, h) && ka_relay_check_key_version(src, h) < 0)
                 return STEP_CLOSED;
             const ka_intercept_entry_t *ie = ka_intercept_lookup(&s->server->intercept, h->api_key);
             if (h->api_key == KA_API_SASL_HANDSHAKE)
                 ka_session_auth_handshake(s, h);
-            if ((ie && ie->buffer_request && ie->on_request) || sasl_refused(s, h) ||
+            if ((ie && ie->buffer_request && ie->on_request) || ka_relay_sasl_refused(s, h) ||
                 ka_session_auth_wants_token(s, h, 0)) {
                 route = KA_ROUTE_HOLD;
             } else {
@@ -715,7 +609,7 @@ void ka_relay_process(ka_leg_t *src, ka_pbuf_t *pb, size_t off, size_t len)
         }
         long n = ka_frame_feed(&src->splitter, pb->data + off, feed, &ev);
         if (n < 0) {
-            frame_error(src);
+            ka_relay_frame_error(src);
             break;
         }
         size_t a = off, b = off + (size_t)n;
