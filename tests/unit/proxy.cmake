@@ -26,8 +26,6 @@ if(TARGET ka_proxy)
   # The TLS engine in memory: gathered writes, and what it says about kernel TLS.
   ka_unit_test(test_proxy_tls_transport
     SOURCES ${KA_PROXY_TEST_DIR}/test_tls_transport.c LIBS ka_proxy)
-  ka_unit_test(test_proxy_leg_read_size
-    SOURCES ${KA_PROXY_TEST_DIR}/test_leg_read_size.c LIBS ka_proxy)
   ka_unit_test(test_proxy_relay
     SOURCES ${KA_PROXY_TEST_DIR}/test_relay.c ${KA_PROXY_TEST_DIR}/socket_fixtures.c LIBS ka_proxy Threads::Threads)
   set_tests_properties(test_proxy_relay PROPERTIES TIMEOUT 20)
