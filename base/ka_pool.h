@@ -38,10 +38,6 @@
 
 /* The size of a read buffer when memory is plentiful, like libuv's own. */
 #define KA_POOL_READ_SIZE (64 * 1024)
-/* A plaintext leg whose reads keep filling their buffer reads up to this much
- * at a time (ka_leg.c): fewer reads, writes and wake-ups per byte for large
- * frames. Still charged to the pool like any read buffer. */
-#define KA_POOL_READ_MAX (256 * 1024)
 /* The smallest read buffer worth a system call; below this a read waits. */
 #define KA_POOL_READ_MIN (4 * 1024)
 /* KIP-81-style metrics use Kafka's default of two 30 s sample windows. */

@@ -18,31 +18,10 @@ static void alloc_cb(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
 {
     ka_leg_t *leg = handle->data;
     (void)suggested;
-    size_t want = leg->read_size ? leg->read_size : KA_POOL_READ_SIZE;
-    ka_pbuf_t *pb =
-        ka_pool_alloc(&leg->session->server->pool, want, KA_POOL_READ_MIN, 0, &leg->waiter);
+    ka_pbuf_t *pb = ka_pool_alloc(&leg->session->server->pool, KA_POOL_READ_SIZE, KA_POOL_READ_MIN,
+                                  0, &leg->waiter);
     /* An empty buffer makes libuv report UV_ENOBUFS: the leg then waits. */
     *buf = pb ? uv_buf_init((char *)pb->data, pb->cap) : uv_buf_init(NULL, 0);
-}
-
-/*
- * A read that filled its buffer says more was waiting in the socket: the next
- * buffer doubles, up to KA_POOL_READ_MAX, so large frames take fewer reads
- * (and so fewer writes, and fewer wake-ups of the reader on the other side)
- * per byte. A read that used under a quarter halves it again, so an idle or
- * small-frame leg goes back to KA_POOL_READ_SIZE. The pool still bounds every
- * buffer: when it is short, ka_pool_alloc returns less, and a short buffer
- * never counts as a full one here. TLS legs keep KA_POOL_READ_SIZE.
- */
-void ka_leg_note_read(ka_leg_t *leg, size_t nread, size_t cap)
-{
-    if (leg->tls != NULL)
-        return; /* undecrypted input is held outside the pool (docs/tls-sasl.md): 64 KiB */
-    uint32_t size = leg->read_size ? leg->read_size : KA_POOL_READ_SIZE;
-    if (nread == cap && cap == size && size < KA_POOL_READ_MAX)
-        leg->read_size = size * 2;
-    else if (nread < size / 4 && size > KA_POOL_READ_SIZE)
-        leg->read_size = size / 2;
 }
 
 static void pool_resume_cb(ka_pool_waiter_t *w)

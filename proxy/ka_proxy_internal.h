@@ -101,7 +101,6 @@ struct ka_leg {
     int shut;                /* we asked for a FIN (uv_shutdown) */
     int shut_done;           /* ... and it was sent */
     int open;                /* the handle is initialised and not yet closing */
-    uint32_t read_size;      /* next read buffer's size: grows while reads fill it (ka_leg.c) */
 
     /* Installed by the session: what a read delivers to, and what runs when
      * a pause has cleared (from the server's resume idle handle). */
@@ -416,7 +415,6 @@ void ka_leg_init(ka_leg_t *leg, ka_session_t *s, ka_leg_t *peer, int is_client, 
                  void (*resume_cb)(ka_leg_t *leg));
 /* Starts or stops reading from the leg's state: the one place that decides. */
 void ka_leg_update_reading(ka_leg_t *leg);
-void ka_leg_note_read(ka_leg_t *leg, size_t nread, size_t cap);
 void ka_leg_schedule_resume(ka_leg_t *leg);
 void ka_leg_cancel_resume(ka_leg_t *leg);
 void ka_leg_wait_memory(ka_leg_t *leg, size_t need, int priority);

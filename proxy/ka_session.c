@@ -36,7 +36,6 @@ static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 
     if (nread > 0) {
         s->last_activity_ms = uv_now(s->server->loop);
-        ka_leg_note_read(leg, (size_t)nread, pb->cap);
         if (leg->tls != NULL)
             ka_leg_tls_input(leg, pb, (size_t)nread);
         else
