@@ -329,6 +329,16 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
         return 0;
     }
     ka_adm_hook_ctx_release(&ctx);
+    /* Deciding takes memory (decode arenas, charged to the pool's priority class), which
+     * streamed reads and held requests can leave short for a moment: the request then waits
+     * for the next refresh, as one the view cannot judge yet does, a bounded number of
+     * times, before its connection is closed. */
+    if (rc == KA_ENOMEM && resumed < KA_VIEW_WAIT_ROUNDS) {
+        ka_log(KA_LOG_DEBUG, "admission waits for memory to decide", KA_KI("api_key", hdr->api_key),
+               KA_KI("correlation_id", hdr->correlation_id), KA_KI("round", resumed));
+        v->kind = KA_HOOK_DEFER;
+        return 0;
+    }
     if (rc < 0) {
         v->kind = KA_HOOK_CLOSE;
         v->reason = "out of memory deciding admission";
