@@ -180,11 +180,15 @@ typedef struct ka_session_auth {
     int exchange;  /* enum ka_sasl_exchange, from the broker's answers */
     int sasl_done; /* the broker accepted a SASL exchange: sasl is the principal */
     int sasl_seen; /* the broker accepted a SaslHandshake: the TLS subject is not the principal */
-    char candidate[KA_PRINCIPAL_MAX]; /* from the client's first token; "" when none */
-    char sasl[KA_PRINCIPAL_MAX];      /* accepted by the broker; "" when unknown */
-    char tls[KA_PRINCIPAL_MAX];       /* "User:" + the verified certificate's subject, or "" */
-    char client_id[256];              /* the held request's client id (cut at 255 bytes) */
-    ka_frame_origin_t origin;         /* what held requests' headers point at */
+    /* The names, allocated when first set (NULL reads as ""): inline buffers of their longest
+     * were most of an idle connection's memory, and most connections never set one. The two
+     * a held request's origin points at (sasl, client_id) get their bound's size once and are
+     * then written in place, so an origin handed out never dangles. */
+    char *candidate; /* from the client's first token; its length */
+    char *sasl;      /* accepted by the broker; KA_PRINCIPAL_MAX bytes */
+    char *tls;       /* "User:" + the verified certificate's subject; its length, set once */
+    char *client_id; /* the held request's client id, cut at 255 bytes; 256 bytes */
+    ka_frame_origin_t origin; /* what held requests' headers point at */
 } ka_session_auth_t;
 
 enum ka_session_state { KA_SESSION_CONNECTING = 0, KA_SESSION_RELAYING, KA_SESSION_CLOSING };
@@ -359,6 +363,8 @@ void ka_relay_carry_release(void *ctx, uint8_t *p);
 void ka_relay_free_state(ka_server_t *srv, const ka_inflight_entry_t *e);
 
 /* ka_session_auth.c (called by the relay and the TLS transport) */
+/* Frees the names the connection's principal holds (the session's end). */
+void ka_session_auth_free(ka_session_t *s);
 /* A SaslHandshake request (any version): a new exchange starts. */
 void ka_session_auth_handshake(ka_session_t *s, const ka_frame_header_t *h);
 /* True when this SaslAuthenticate request (raw: the raw token) carries the

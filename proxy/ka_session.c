@@ -122,6 +122,7 @@ static void close_cb(uv_handle_t *handle)
     if (s->state == KA_SESSION_CLOSING && s->id != 0)
         s->server->metrics.connections_active--;
     s->closed_cb(s);
+    ka_session_auth_free(s);
     free(s);
 }
 

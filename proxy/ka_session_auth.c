@@ -25,6 +25,7 @@
  * whose name wins as it does in the broker.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ka_arena.h"
@@ -36,6 +37,36 @@
 
 /* SaslAuthenticate bodies hold no arrays: the decoders need no real arena. */
 #define AUTH_ARENA_CAP 4096
+#define CLIENT_ID_MAX  256 /* with the NUL; a longer id is cut */
+
+/* A name as it reads: "" when unset. */
+static const char *name(const char *n)
+{
+    return n != NULL ? n : "";
+}
+
+/* Sets *slot to a copy of text ("" or NULL: unset). On a failed allocation the name is unset
+ * and the failure logged: the principal stays unknown, which admission treats as such. */
+static void set_name(ka_session_t *s, char **slot, const char *text)
+{
+    free(*slot);
+    *slot = NULL;
+    if (text == NULL || text[0] == '\0')
+        return;
+    if ((*slot = strdup(text)) == NULL)
+        ka_log(KA_LOG_WARN, "out of memory for the connection's principal; it stays unknown",
+               KA_KI("session", s->id), KA_KS("peer", s->peer));
+}
+
+void ka_session_auth_free(ka_session_t *s)
+{
+    ka_session_auth_t *a = &s->auth;
+    free(a->candidate);
+    free(a->sasl);
+    free(a->tls);
+    free(a->client_id);
+    *a = (ka_session_auth_t){0};
+}
 
 void ka_session_auth_handshake(ka_session_t *s, const ka_frame_header_t *h)
 {
@@ -43,7 +74,7 @@ void ka_session_auth_handshake(ka_session_t *s, const ka_frame_header_t *h)
     size_t len = h->sasl_mechanism.len > 0 ? (size_t)h->sasl_mechanism.len : 0;
     a->mech = (int)ka_sasl_mech_of(h->sasl_mechanism.ptr, len);
     a->steps = 0;
-    a->candidate[0] = '\0';
+    set_name(s, &a->candidate, NULL);
 }
 
 void ka_session_auth_handshake_answered(ka_session_t *s, int error_code)
@@ -87,6 +118,7 @@ static ka_slice_t request_token(const uint8_t *frame, size_t len, ka_arena_t *ar
 void ka_session_auth_token(ka_session_t *s, const uint8_t *frame, size_t len, int raw)
 {
     ka_session_auth_t *a = &s->auth;
+    char candidate[KA_PRINCIPAL_MAX];
     ka_arena_t arena;
     ka_slice_t token = {NULL, 0};
 
@@ -98,9 +130,9 @@ void ka_session_auth_token(ka_session_t *s, const uint8_t *frame, size_t len, in
     int rc = token.len <= 0
                  ? KA_EINVALID
                  : ka_sasl_token_principal((enum ka_sasl_mech)a->mech, token.ptr, (size_t)token.len,
-                                           a->candidate, sizeof(a->candidate));
+                                           candidate, sizeof(candidate));
+    set_name(s, &a->candidate, rc < 0 ? NULL : candidate);
     if (rc < 0) {
-        a->candidate[0] = '\0';
         ka_log(KA_LOG_DEBUG,
                rc == KA_EINVALID ? "SASL token malformed, the broker will refuse it"
                                  : "SASL token names no user kadmit can follow",
@@ -126,30 +158,35 @@ uint32_t ka_session_auth_flags(ka_session_t *s, int16_t api_key, int raw)
 static void accepted(ka_session_t *s)
 {
     ka_session_auth_t *a = &s->auth;
-    if (a->sasl_done && strcmp(a->sasl, a->candidate) != 0)
+    if (a->sasl_done && strcmp(name(a->sasl), name(a->candidate)) != 0)
         /* Kafka refuses a re-authentication as someone else; a broker that did not. */
         ka_log(KA_LOG_WARN, "client re-authenticated as another principal", KA_KI("session", s->id),
-               KA_KS("peer", s->peer), KA_KS("was", a->sasl[0] ? a->sasl : "(unknown)"),
-               KA_KS("principal", a->candidate[0] ? a->candidate : "(unknown)"));
-    snprintf(a->sasl, sizeof(a->sasl), "%s", a->candidate);
-    a->candidate[0] = '\0';
+               KA_KS("peer", s->peer), KA_KS("was", a->sasl && a->sasl[0] ? a->sasl : "(unknown)"),
+               KA_KS("principal", a->candidate ? a->candidate : "(unknown)"));
+    /* In place: a held request's origin may point at the principal. */
+    if (a->sasl == NULL && (a->sasl = malloc(KA_PRINCIPAL_MAX)) == NULL)
+        ka_log(KA_LOG_WARN, "out of memory for the connection's principal; it stays unknown",
+               KA_KI("session", s->id), KA_KS("peer", s->peer));
+    if (a->sasl != NULL)
+        snprintf(a->sasl, KA_PRINCIPAL_MAX, "%s", name(a->candidate));
+    set_name(s, &a->candidate, NULL);
     a->sasl_done = 1;
     a->exchange = KA_SASL_IDLE;
     s->server->metrics.sasl_principals++;
     ka_log(KA_LOG_INFO, "client authenticated", KA_KI("session", s->id), KA_KS("peer", s->peer),
-           KA_KS("principal", a->sasl[0] ? a->sasl : "(unknown)"));
+           KA_KS("principal", a->sasl && a->sasl[0] ? a->sasl : "(unknown)"));
 }
 
 /* The broker refused a token of the running exchange: the principal stays as it was. */
 static void refused(ka_session_t *s, int16_t error_code)
 {
     ka_session_auth_t *a = &s->auth;
-    a->candidate[0] = '\0';
+    set_name(s, &a->candidate, NULL);
     a->exchange = KA_SASL_FAILED;
     s->server->metrics.sasl_auth_failures++;
     ka_log(KA_LOG_INFO, "client authentication failed at the broker", KA_KI("session", s->id),
            KA_KS("peer", s->peer), KA_KI("error_code", error_code),
-           KA_KS("principal", a->sasl_done && a->sasl[0] ? a->sasl : "(unknown)"));
+           KA_KS("principal", a->sasl_done && a->sasl && a->sasl[0] ? a->sasl : "(unknown)"));
 }
 
 /* SCRAM's server-final message on success is "v=" + the server signature (RFC 5802). */
@@ -193,7 +230,9 @@ void ka_session_auth_response(ka_session_t *s, const ka_inflight_entry_t *e, con
         /* GSSAPI, OAUTHBEARER: kadmit cannot tell which answer ends the
          * exchange, nor whom it names; the broker accepted this token, so
          * the client may be in, as someone kadmit does not know. */
-        a->candidate[0] = a->sasl[0] = '\0';
+        set_name(s, &a->candidate, NULL);
+        if (a->sasl != NULL)
+            a->sasl[0] = '\0';
         a->sasl_done = 1;
         a->exchange = KA_SASL_OPAQUE;
     } else if (e->flags & KA_INFLIGHT_SASL_FINAL) {
@@ -217,13 +256,14 @@ void ka_session_auth_raw_answered(ka_session_t *s, const ka_inflight_entry_t *e)
 void ka_session_auth_tls(ka_session_t *s, const ka_transport_t *t)
 {
     ka_session_auth_t *a = &s->auth;
-    char subject[KA_PRINCIPAL_MAX - 5];
+    char subject[KA_PRINCIPAL_MAX - 5], principal[KA_PRINCIPAL_MAX];
     long n = ka_transport_peer_subject(t, subject, sizeof(subject));
-    a->tls[0] = '\0';
+    set_name(s, &a->tls, NULL);
     if (n > 0) {
-        snprintf(a->tls, sizeof(a->tls), "User:%s", subject);
+        snprintf(principal, sizeof(principal), "User:%s", subject);
+        set_name(s, &a->tls, principal);
         ka_log(KA_LOG_INFO, "client certificate verified", KA_KI("session", s->id),
-               KA_KS("peer", s->peer), KA_KS("principal", a->tls));
+               KA_KS("peer", s->peer), KA_KS("principal", principal));
     } else if (n < 0) {
         ka_log(KA_LOG_WARN, "client certificate subject too long to be a principal",
                KA_KI("session", s->id), KA_KS("peer", s->peer));
@@ -244,9 +284,9 @@ const char *ka_session_principal(const ka_session_t *s)
 {
     const ka_session_auth_t *a = &s->auth;
     const char *p = a->sasl_done                                    ? a->sasl
-                    : a->sasl_seen || sasl_listener(s->server->cfg) ? ""
+                    : a->sasl_seen || sasl_listener(s->server->cfg) ? NULL
                                                                     : a->tls;
-    return p[0] != '\0' ? p : NULL;
+    return p != NULL && p[0] != '\0' ? p : NULL;
 }
 
 int ka_session_authenticated(const ka_session_t *s)
@@ -261,11 +301,20 @@ const ka_frame_origin_t *ka_session_origin(ka_session_t *s, const ka_frame_heade
 {
     ka_session_auth_t *a = &s->auth;
     size_t n = h->client_id.len > 0 ? (size_t)h->client_id.len : 0;
-    if (n > sizeof(a->client_id) - 1)
-        n = sizeof(a->client_id) - 1;
-    if (n > 0)
-        memcpy(a->client_id, h->client_id.ptr, n);
-    a->client_id[n] = '\0';
+    if (n > CLIENT_ID_MAX - 1)
+        n = CLIENT_ID_MAX - 1;
+    /* Allocated once, at its bound, and then written in place: an origin handed out before
+     * keeps pointing at live memory. */
+    if (a->client_id == NULL && (a->client_id = malloc(CLIENT_ID_MAX)) == NULL) {
+        ka_log(KA_LOG_WARN, "out of memory for a request's client id; judged without it",
+               KA_KI("session", s->id), KA_KS("peer", s->peer));
+        n = 0;
+    }
+    if (a->client_id != NULL) {
+        if (n > 0)
+            memcpy(a->client_id, h->client_id.ptr, n);
+        a->client_id[n] = '\0';
+    }
     a->origin = (ka_frame_origin_t){.principal = ka_session_principal(s),
                                     .peer = s->peer,
                                     .client_id = h->client_id.len >= 0 ? a->client_id : NULL,
