@@ -8,7 +8,9 @@ alone). Each round creates one single-partition RF-3 topic on each path, direct 
 too, in an order that rotates from round to round; round k goes to broker k mod 3, through that
 broker's sidecars. One connection per path and broker stays open, as a client's would, and the
 time is from sending the request to reading its answer. The first WARMUP rounds are reported
-apart from the steady state.
+apart from the steady state. Each round also times Kafka's own floor for what the ledger waits
+for (class Floor: one acks=all record on a 3-replica partition, append to read back, no kadmit),
+so the ledger's added time can be read against what Kafka needs for it on the same machine.
 
     KADMIT_BIN=build/kadmit KADMIT_TEST_PORT_BASE=0 N=200 WARMUP=20 REPEAT=1 \\
         python3 bench/ledger_latency.py [--json OUT.json]
@@ -96,6 +98,53 @@ class Wire:
         self.sock.close()
 
 
+class Floor:
+    """Kafka's own cost of what the ledger waits for, in the same run: one record appended
+    (acks=all, idempotent, linger 0, as kadmit's ledger producer) to a 3-replica partition with
+    min.insync.replicas 2, timed until a consumer reads it back (fetch.wait.max.ms 5,
+    fetch.min.bytes 1, as kadmit's ledger consumer). No kadmit is on this path."""
+
+    def __init__(self, bootstrap: str, topic: str):
+        from confluent_kafka import Consumer, Producer, TopicPartition
+        from confluent_kafka.admin import AdminClient, NewTopic
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(topic, 1, 3, config={"min.insync.replicas": "2"})]
+                            )[topic].result(30)
+        self.topic = topic
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                                  "enable.idempotence": True, "linger.ms": 0,
+                                  "socket.nagle.disable": True})
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kadmit-bench-floor",
+                                  "enable.auto.commit": False, "fetch.wait.max.ms": 5,
+                                  "fetch.min.bytes": 1, "socket.nagle.disable": True})
+        self.consumer.assign([TopicPartition(topic, 0, 0)])
+        self.seq = 0
+        self.round_trip()  # connects both clients; untimed
+
+    def round_trip(self) -> float:
+        """Seconds from append to read back; raises on an error or after 30 s."""
+        self.seq += 1
+        want = str(self.seq).encode()
+        t0 = time.perf_counter()
+        self.producer.produce(self.topic, want)
+        self.producer.poll(0)
+        deadline = t0 + 30
+        while time.perf_counter() < deadline:
+            m = self.consumer.poll(1.0)
+            if m is None:
+                continue
+            if m.error():
+                raise RuntimeError(f"floor read-back failed: {m.error()}")
+            if m.value() == want:
+                return time.perf_counter() - t0
+        raise TimeoutError("floor record not read back in 30 s")
+
+    def close(self) -> None:
+        self.producer.flush(10)
+        self.consumer.close()
+        self.producer = None  # destroyed now, not after the cluster stopped (its retries' noise)
+
+
 # --- the cluster and the two sidecar sets ------------------------------------------------------
 
 def start_sidecar(c: kc.KafkaCluster, node: kc.Node, ledger: str, policy: Path) -> tuple:
@@ -177,6 +226,8 @@ def measure(n: int, warmup: int) -> dict:
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"the ledger-on sidecar of broker {nd.id} never admits")
                 time.sleep(0.5)
+        floor = Floor(c.direct_bootstrap, "bench-ledger-floor")
+        floor_s: list[float] = []
         times: dict[str, list[float]] = {p: [] for p in PATHS}
         errors: dict[str, int] = {p: 0 for p in PATHS}
         stamp = time.strftime("%H%M%S")
@@ -195,11 +246,13 @@ def measure(n: int, warmup: int) -> dict:
                                     f"{1000 * elapsed:.0f} ms): CreateTopics error {code}: {msg}")
                     continue
                 times[path].append(elapsed)
+            floor_s.append(floor.round_trip())
+        floor.close()
         wall = time.monotonic() - t0
         problems += [f"{p.name} died" for p, _, _ in procs if not p.alive()]
         return {"n": n, "warmup": warmup, "wall_s": wall, "errors": errors, "problems": problems,
                 "load": os.getloadavg(), "times_s": times,
-                "round_trip_ms": ledger_round_trip_ms(procs)}
+                "round_trip_ms": ledger_round_trip_ms(procs), "floor_s": floor_s}
     finally:
         for w in wires.values():
             w.close()
@@ -221,6 +274,10 @@ def summarize(res: dict) -> dict:
                      "warmup_p99_ms": pct(warm, 0.99) if warm else None,
                      "p50_ms": pct(steady, 0.5), "p99_ms": pct(steady, 0.99),
                      "mean_ms": 1000 * statistics.fmean(steady), "errors": res["errors"][path]}
+    fl = res.get("floor_s", [])[w:]
+    if fl:
+        out["kafka floor"] = {"p50_ms": pct(fl, 0.5), "p99_ms": pct(fl, 0.99),
+                              "mean_ms": 1000 * statistics.fmean(fl)}
     return out
 
 
@@ -240,6 +297,12 @@ def markdown(res: dict, summary: dict) -> str:
     if res.get("round_trip_ms") is not None:
         lines += ["", f"The ledger-on sidecars' own mean intent round trip (append to read back, "
                       f"kadmit_ledger_round_trip_seconds): {res['round_trip_ms']:.1f} ms"]
+    fl = summary.get("kafka floor")
+    if fl:
+        lines += ["", f"Kafka's floor in the same rounds (one acks=all record on a 3-replica "
+                      f"partition, append to read back, no kadmit): p50 {fl['p50_ms']:.1f} ms, "
+                      f"p99 {fl['p99_ms']:.1f} ms; ledger on - ledger off - floor, p50: "
+                      f"{on['p50_ms'] - off['p50_ms'] - fl['p50_ms']:+.1f} ms"]
     lines += ["", "| steady state | p50 | p99 |", "|---|---:|---:|",
               f"| ledger on - ledger off (ms) | {on['p50_ms'] - off['p50_ms']:+.1f} | "
               f"{on['p99_ms'] - off['p99_ms']:+.1f} |",
@@ -257,7 +320,7 @@ def run(n: int, warmup: int) -> dict:
     return {"params": {"n": n, "warmup": warmup}, "summary": summary, "wall_s": res["wall_s"],
             "round_trip_ms": res.get("round_trip_ms"),
             "load": res["load"], "problems": res["problems"], "markdown": markdown(res, summary),
-            "times_s": res["times_s"]}
+            "times_s": res["times_s"], "floor_s": res.get("floor_s")}
 
 
 def main() -> int:
