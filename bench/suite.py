@@ -267,22 +267,29 @@ class BenchCluster(kc.KafkaCluster):
     def haproxy_bootstrap(self) -> str:
         return ",".join(f"{HOST}:{self.hap_front(n)}" for n in self.nodes)
 
-    def write_configs(self) -> None:
-        super().write_configs()
+    def add_listener(self, name: str, bound, front) -> None:
+        """A PLAINTEXT listener NAME on every node, bound at bound(node) and advertised at
+        front(node): the port of whatever forwards to it."""
         for n in self.nodes:
             lines = []
             for ln in n.config.read_text().splitlines():
                 if ln.startswith("listeners="):
-                    ln += f",HAPROXY://{HOST}:{self.hap_bound(n)}"
+                    ln += f",{name}://{HOST}:{bound(n)}"
                 elif ln.startswith("advertised.listeners="):
-                    ln += f",HAPROXY://{HOST}:{self.hap_front(n)}"
+                    ln += f",{name}://{HOST}:{front(n)}"
                 elif ln.startswith("listener.security.protocol.map="):
-                    ln += ",HAPROXY:PLAINTEXT"
+                    ln += f",{name}:PLAINTEXT"
                 lines.append(ln)
+            n.config.write_text("\n".join(lines) + "\n")
+
+    def write_configs(self) -> None:
+        super().write_configs()
+        self.add_listener("HAPROXY", self.hap_bound, self.hap_front)
+        for n in self.nodes:
             # a deleted sweep topic keeps one open file per partition until its logs are gone;
             # the next point must not start beside them (the broker's default delay is 60 s)
-            lines.append("log.segment.delete.delay.ms=1000")
-            n.config.write_text("\n".join(lines) + "\n")
+            with n.config.open("a") as f:
+                f.write("log.segment.delete.delay.ms=1000\n")
 
 
 class Kafka:
