@@ -17,6 +17,7 @@
  *   ka_session_auth.c who the client is: its SASL name or certificate subject
  *   ka_relay.c        frames: route, hold, handlers, in-flight matching
  *   ka_output.c       writes
+ *   ka_splice.c       large pass-through bodies socket to socket (splice(2))
  *   ka_leg.c          when a socket reads, and resumes after a pause
  *
  * A lower file that must tell an upper one something does it through a
@@ -52,6 +53,12 @@
 #define KA_POOL_RESERVED_PERCENT 10
 /* An upstream that neither accepts nor refuses in this time is given up. */
 #define KA_CONNECT_TIMEOUT_MS 10000
+/* The body remainder of a pass-through frame at least this large is spliced
+ * (ka_splice.c); below it two copies cost less than the extra calls. */
+#define KA_SPLICE_MIN (16 * 1024)
+/* After a large pass-through frame the next read is this small, so that it
+ * takes the next header and not most of the next body. */
+#define KA_SPLICE_HEADER_READ 1024
 /* Write requests kept for reuse, so steady traffic does not malloc them. */
 #define KA_WREQ_CACHE 1024
 #define KA_WREQ_BUFS  8
@@ -142,6 +149,12 @@ struct ka_leg {
     /* Client leg: 1 + (api key << 16 | version) of the last request whose key
      * was known and whose version kadmit decodes or does not judge; 0 none. */
     uint32_t checked_key_version;
+
+    /* splice(2) of pass-through bodies (ka_splice.c). */
+    uint8_t splice_due;  /* alloc_cb chose to splice: the UV_ENOBUFS that follows is its cue */
+    uint8_t splice_skip; /* the last splice moved nothing: the next read is a plain one */
+    uint8_t splice_off;  /* the kernel refused splice on this leg's sockets */
+    uint8_t splice_hint; /* the last frame was a large pass-through: read the next header small */
 
     /* TLS (ka_session_tls.c); a plaintext leg has tls == NULL and nothing else changes. */
     ka_transport_t *tls;
@@ -286,6 +299,12 @@ struct ka_server {
     ka_wreq_t *wreq_cache;
     size_t wreq_cached;
 
+    /* ka_splice.c: one pipe for every session. It is empty whenever the loop
+     * is outside a splice: what the destination did not take is read back
+     * at once and queued as a normal write, so sessions never share bytes. */
+    int splice_pipe[2];
+    int splice_state; /* 0 not made yet, 1 made, -1 unavailable (--splice off, or refused) */
+
     ka_tls_source_t *tls_clients;        /* --tls-cert: TLS toward clients, else NULL */
     ka_tls_source_t *tls_upstream;       /* --upstream-tls: TLS toward the broker, else NULL */
     uv_timer_t tls_reload_timer;         /* polls the certificate files for changes */
@@ -403,6 +422,21 @@ void ka_output_release(ka_server_t *srv, ka_wreq_t *w);
 void ka_output_send_raw(ka_leg_t *dst, ka_pbuf_t *pb, size_t len);
 /* After the loop has stopped: frees the write requests kept for reuse. */
 void ka_output_cache_free(ka_server_t *srv);
+
+/* ka_relay.c: n body bytes of src's current frame went to the peer by
+ * splice; [0, residue) of pb (may be NULL when 0) are the ones the peer did
+ * not take, to be queued as a normal write. */
+void ka_relay_spliced(ka_leg_t *src, ka_pbuf_t *pb, size_t residue, uint64_t n);
+
+/* ka_splice.c (called by the leg) */
+/* True when the leg's large pass-through bodies may be spliced at all. */
+int ka_splice_possible(const ka_leg_t *leg);
+/* True when the leg's next bytes should be spliced instead of read. */
+int ka_splice_wanted(ka_leg_t *leg);
+/* Splices them (after alloc_cb said so and libuv reported UV_ENOBUFS). */
+void ka_splice_run(ka_leg_t *leg);
+/* At server close: the pipe. */
+void ka_splice_close(ka_server_t *srv);
 
 /* ka_leg.c */
 void ka_leg_init(ka_leg_t *leg, ka_session_t *s, ka_leg_t *peer, int is_client, uv_read_cb read_cb,

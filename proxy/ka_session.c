@@ -48,6 +48,10 @@ static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     if (nread == 0 || s->state == KA_SESSION_CLOSING)
         return;
     if (nread == UV_ENOBUFS) {
+        if (leg->splice_due) {
+            ka_splice_run(leg); /* alloc_cb chose a splice, not a read */
+            return;
+        }
         ka_leg_wait_memory(leg, KA_POOL_READ_MIN, 0);
         return;
     }
