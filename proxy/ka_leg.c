@@ -22,7 +22,7 @@ static void alloc_cb(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
     ka_leg_t *leg = handle->data;
     size_t want = KA_POOL_READ_SIZE, min = KA_POOL_READ_MIN;
     (void)suggested;
-    if (ka_splice_wanted(leg)) {
+    if (leg->splice_corked || ka_splice_wanted(leg)) {
         /* libuv reports UV_ENOBUFS without reading; read_cb then splices. */
         leg->splice_due = 1;
         *buf = uv_buf_init(NULL, 0);
@@ -134,5 +134,11 @@ void ka_leg_update_reading(ka_leg_t *leg)
     } else if (!want && leg->reading) {
         uv_read_stop((uv_stream_t *)&leg->tcp);
         leg->reading = 0;
+        if (leg->splice_corked) {
+            /* No splice will follow for now: the head goes out alone. */
+            leg->splice_corked = 0;
+            if (s->state != KA_SESSION_CLOSING)
+                ka_output_flush(leg->peer);
+        }
     }
 }

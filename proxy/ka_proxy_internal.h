@@ -155,6 +155,13 @@ struct ka_leg {
     uint8_t splice_skip; /* the last splice moved nothing: the next read is a plain one */
     uint8_t splice_off;  /* the kernel refused splice on this leg's sockets */
     uint8_t splice_hint; /* the last frame was a large pass-through: read the next header small */
+    /* The read being processed filled its buffer, so libuv asks for another
+     * at once: the peer's output may wait for the splice that follows. */
+    uint8_t splice_cork_ok;
+    /* The peer's output (the head of the frame being spliced) waits for
+     * ka_splice_run, which sends it with MSG_MORE so that head and body
+     * leave together instead of in a segment of their own. */
+    uint8_t splice_corked;
 
     /* TLS (ka_session_tls.c); a plaintext leg has tls == NULL and nothing else changes. */
     ka_transport_t *tls;
@@ -417,6 +424,10 @@ void ka_reclaim_close(ka_server_t *srv);
 /* ka_output.c */
 void ka_output_add(ka_leg_t *dst, ka_pbuf_t *pb, size_t a, size_t b);
 void ka_output_flush(ka_leg_t *dst);
+/* Flushes telling TCP that more follows at once (MSG_MORE: a spliced body,
+ * ka_splice.c). 1 when every byte went; 0 when some wait in libuv's queue
+ * (or the session closed). */
+int ka_output_flush_more(ka_leg_t *dst);
 void ka_output_release(ka_server_t *srv, ka_wreq_t *w);
 /* Writes [0, len) of pb as it is (TLS records); takes its own reference. */
 void ka_output_send_raw(ka_leg_t *dst, ka_pbuf_t *pb, size_t len);

@@ -593,7 +593,13 @@ static void finish(ka_leg_t *src, enum step st, ka_pbuf_t *pb, size_t run, size_
         ka_output_add(dst, pb, run, off);
         if (st == STEP_PARK)
             park(src, pb, off, end - off);
-        ka_output_flush(dst);
+        /* The head of a frame whose body is spliced next waits for it. */
+        src->splice_corked = src->splice_cork_ok && st == STEP_GO && src->pause == 0 &&
+                             src->reading && dst->out != NULL;
+        if (src->splice_corked && !ka_splice_wanted(src))
+            src->splice_corked = 0;
+        if (!src->splice_corked)
+            ka_output_flush(dst);
         ka_output_flush(src); /* local answers */
         if (dst->write_pending > KA_WRITE_HIGH_WATERMARK && !(src->pause & KA_PAUSE_BACKPRESSURE)) {
             src->pause |= KA_PAUSE_BACKPRESSURE;

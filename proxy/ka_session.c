@@ -38,8 +38,11 @@ static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         s->last_activity_ms = uv_now(s->server->loop);
         if (leg->tls != NULL)
             ka_leg_tls_input(leg, pb, (size_t)nread);
-        else
+        else {
+            leg->splice_cork_ok = (size_t)nread == buf->len;
             ka_relay_process(leg, pb, 0, (size_t)nread);
+            leg->splice_cork_ok = 0;
+        }
         ka_pbuf_unref(pool, pb);
         return;
     }

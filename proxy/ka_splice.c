@@ -32,6 +32,8 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -61,7 +63,15 @@ int ka_splice_wanted(ka_leg_t *leg)
     return !leg->splice_skip && ka_splice_possible(leg) && leg->route == KA_ROUTE_PASS &&
            sp->state == KA_FRAME_S_BODY && sp->body_left >= KA_SPLICE_MIN &&
            leg->session->state == KA_SESSION_RELAYING && dst->open && !dst->shut &&
-           dst->out == NULL && dst->write_pending == 0;
+           (dst->out == NULL || leg->splice_corked) && dst->write_pending == 0;
+}
+
+/* Pushes what MSG_MORE held back when no body follows it after all. */
+static void uncork(ka_leg_t *dst)
+{
+    int fd = leg_fd(dst), on = 1;
+    if (fd >= 0)
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
 }
 
 static int refused(int e)
@@ -122,15 +132,28 @@ void ka_splice_run(ka_leg_t *leg)
     ka_session_t *s = leg->session;
     ka_server_t *srv = s->server;
     ka_leg_t *dst = leg->peer;
+    int wanted = ka_splice_wanted(leg), corked = leg->splice_corked;
     leg->splice_due = 0;
-    if (!ka_splice_wanted(leg))
+    leg->splice_corked = 0;
+    if (!wanted) {
+        if (corked)
+            ka_output_flush(dst);
+        return;
+    }
+    /* The frame's head first, held back for its body (MSG_MORE); if some
+     * of it must wait for the socket, so does the body: a plain read next. */
+    if (corked && !ka_output_flush_more(dst))
         return;
     ka_pbuf_t *pb = ka_pool_alloc(&srv->pool, KA_POOL_READ_SIZE, KA_POOL_READ_MIN, 0, &leg->waiter);
     if (pb == NULL) {
+        if (corked)
+            uncork(dst);
         ka_leg_wait_memory(leg, KA_POOL_READ_MIN, 0);
         return;
     }
     if (open_pipe(srv) < 0) {
+        if (corked)
+            uncork(dst);
         leg->splice_skip = 1; /* the next read is a plain one */
         ka_pbuf_unref(&srv->pool, pb);
         return;
@@ -186,6 +209,8 @@ void ka_splice_run(ka_leg_t *leg)
                KA_KI("session", s->id), KA_KS("leg", leg->is_client ? "client" : "upstream"));
     }
     if (moved == 0) {
+        if (corked)
+            uncork(dst);
         leg->splice_skip = 1;
         ka_pbuf_unref(&srv->pool, pb);
         return;
