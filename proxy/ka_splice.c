@@ -192,6 +192,8 @@ void ka_splice_run(ka_leg_t *leg)
         if ((size_t)in < want)
             break; /* the source had no more */
     }
+    if (residue > 0)
+        srv->metrics.splice_short_writes++;
     if (residue > 0 && drain_pipe(srv, pb->data, residue) < 0) {
         /* Cannot happen (the pipe holds exactly these bytes); if it does, the
          * stream is broken and the pipe may hold stale bytes: never again. */
