@@ -150,24 +150,26 @@ struct ka_leg {
      * was known and whose version kadmit decodes or does not judge; 0 none. */
     uint32_t checked_key_version;
 
-    /* splice(2) of pass-through bodies (ka_splice.c). */
-    uint8_t splice_due;  /* alloc_cb chose to splice: the UV_ENOBUFS that follows is its cue */
-    uint8_t splice_skip; /* the last splice moved nothing: the next read is a plain one */
-    uint8_t splice_off;  /* the kernel refused splice on this leg's sockets */
-    uint8_t splice_hint; /* the last frame was a large pass-through: read the next header small */
-    /* The read being processed filled its buffer, so libuv asks for another
-     * at once: the peer's output may wait for the splice that follows. */
-    uint8_t splice_cork_ok;
-    /* The peer's output (the head of the frame being spliced) waits for
-     * ka_splice_run, which sends it with MSG_MORE so that head and body
-     * leave together instead of in a segment of their own. */
-    uint8_t splice_corked;
-
     /* TLS (ka_session_tls.c); a plaintext leg has tls == NULL and nothing else changes. */
     ka_transport_t *tls;
     int tls_more;        /* decrypted bytes wait in the engine: drain them before reading */
     int tls_checked;     /* the first bytes were checked for a plaintext client */
     int tls_established; /* the handshake completed (logged and counted once) */
+
+    /* splice(2) of pass-through bodies (ka_splice.c); bits, so that they
+     * fit in the padding before `out` and an idle connection costs nothing more. */
+    unsigned char splice_due : 1;  /* alloc_cb chose to splice: the UV_ENOBUFS after is its cue */
+    unsigned char splice_skip : 1; /* the last splice moved nothing: the next read is a plain one */
+    unsigned char splice_off : 1;  /* the kernel refused splice on this leg's sockets */
+    unsigned char splice_hint : 1; /* the last frame was a large pass-through: read the next
+                                      header small */
+    /* The read being processed filled its buffer, so libuv asks for another
+     * at once: the peer's output may wait for the splice that follows. */
+    unsigned char splice_cork_ok : 1;
+    /* The peer's output (the head of the frame being spliced) waits for
+     * ka_splice_run, which sends it with MSG_MORE so that head and body
+     * leave together instead of in a segment of their own. */
+    unsigned char splice_corked : 1;
 
     ka_wreq_t *out;        /* write being assembled toward this leg */
     size_t write_pending;  /* bytes handed to uv_write on this leg, not yet written */
