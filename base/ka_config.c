@@ -238,6 +238,16 @@ static int set_tls_client_auth(ka_config_t *c, const char *v, char *e, size_t n)
     return KA_EINVALID;
 }
 
+static int set_splice(ka_config_t *c, const char *v, char *e, size_t n)
+{
+    if (strcmp(v, "auto") == 0 || strcmp(v, "off") == 0) {
+        c->splice_off = strcmp(v, "off") == 0;
+        return 0;
+    }
+    snprintf(e, n, "expected auto or off");
+    return KA_EINVALID;
+}
+
 static int set_tls_ktls(ka_config_t *c, const char *v, char *e, size_t n)
 {
     if (strcmp(v, "auto") == 0 || strcmp(v, "off") == 0) {
@@ -438,6 +448,9 @@ static const option_t options[] = {
      "client connections beyond N are closed at once (default 10000)"},
     {"max-inflight", "KADMIT_MAX_INFLIGHT", set_max_inflight, "N",
      "stop reading a client with N requests in flight (default 1000)"},
+    {"splice", "KADMIT_SPLICE", set_splice, "auto|off",
+     "move the bodies of large pass-through frames socket to socket with splice(2) on "
+     "plaintext connections (default auto)"},
     {"metadata-upstream", "KADMIT_METADATA_UPSTREAM", set_metadata_upstream, "HOST:PORT",
      "broker the metadata client asks (default: --upstream)"},
     {"idle-timeout", "KADMIT_IDLE_TIMEOUT", set_idle_timeout, "SECONDS",

@@ -43,6 +43,7 @@ typedef struct ka_config {
                                            none of its queued answers this long is closed */
     uint32_t max_connections;           /* client connections beyond this are accepted and closed */
     uint32_t max_inflight;              /* a client with this many requests in flight is not read */
+    int splice_off;                     /* --splice off: bodies always pass through user space */
     uint32_t idle_timeout_s;            /* close connections silent this long; 0 turns it off */
     uint32_t drain_timeout_s;           /* how long SIGTERM waits for in-flight requests */
     char policy_path[4096];             /* --policy: admission policy file; empty = no admission */

@@ -71,6 +71,18 @@ static const metric_row_t rows[] = {
          "counter", "Bytes forwarded, by direction."),
     LROW("forwarded_bytes_total", "direction=\"broker_to_client\"", bytes_broker_to_client,
          "counter", NULL),
+    LROW("spliced_bytes_total", "direction=\"client_to_broker\"", spliced_client_to_broker,
+         "counter",
+         "Of the forwarded bytes, those moved socket to socket by splice(2) (bodies of large "
+         "pass-through frames on plaintext connections), by direction."),
+    LROW("spliced_bytes_total", "direction=\"broker_to_client\"", spliced_broker_to_client,
+         "counter", NULL),
+    ROW("splice_fallbacks_total", splice_fallbacks, "counter",
+        "Times splice(2) was refused by the kernel (a pipe could not be made, or a socket "
+        "cannot splice): that connection, or the process, reads into user space instead."),
+    ROW("splice_short_writes_total", splice_short_writes, "counter",
+        "Splices whose destination took only part of the bytes (its socket buffer was full): the "
+        "rest was read back from the pipe and queued as a normal write."),
     LROW("frames_total", "direction=\"client_to_broker\"", frames_client_to_broker, "counter",
          "Kafka frames seen, by direction (requests: client_to_broker)."),
     LROW("frames_total", "direction=\"broker_to_client\"", frames_broker_to_client, "counter",

@@ -104,6 +104,10 @@ typedef struct ka_metrics {
     uint64_t frames_intercepted;  /* frames buffered whole for a handler */
     uint64_t local_answers;       /* answers kadmit wrote itself */
     uint64_t backpressure_pauses; /* reads stopped for a slow peer */
+    uint64_t spliced_client_to_broker; /* of the forwarded bytes, moved by splice(2) */
+    uint64_t spliced_broker_to_client;
+    uint64_t splice_fallbacks; /* splice refused by the kernel (EINVAL, ENOSYS, ...): plain reads */
+    uint64_t splice_short_writes; /* splices the destination took part of: the rest queued */
     uint64_t pool_waits;          /* reads stopped for lack of pool memory */
     uint64_t inflight_pauses;     /* client reads stopped at --max-inflight */
     uint64_t frames_truncated;    /* clients that closed in the middle of a frame */

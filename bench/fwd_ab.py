@@ -33,8 +33,8 @@ from pathlib import Path
 
 HOST = "127.0.0.1"
 ROOT = Path(__file__).resolve().parent.parent
-SYSCALLS = ("read", "write", "writev", "recvfrom", "sendto", "epoll_wait", "epoll_ctl",
-            "clock_gettime")
+SYSCALLS = ("read", "write", "writev", "recvfrom", "sendto", "sendmsg", "splice", "epoll_wait",
+            "epoll_ctl", "clock_gettime")
 
 
 def cpu_seconds(pid: int) -> float:

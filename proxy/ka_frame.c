@@ -9,6 +9,7 @@
  */
 #include "ka_frame.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "ka_error.h"
@@ -234,6 +235,24 @@ static void header_done(ka_splitter_t *s, const ka_frame_header_t *h, size_t tak
 {
     s->body_left = 4 + (uint64_t)(uint32_t)h->size - taken;
     s->state = KA_FRAME_S_BODY;
+}
+
+long ka_frame_skip(ka_splitter_t *s, uint64_t n, ka_frame_event_t *ev)
+{
+    ev->type = KA_FRAME_NONE;
+    ev->carried = NULL;
+    ev->carried_len = 0;
+    if (s->error != KA_FRAME_OK || s->state != KA_FRAME_S_BODY || n > s->body_left ||
+        n > (uint64_t)LONG_MAX)
+        return KA_EINVALID;
+    s->body_left -= n;
+    s->consumed += n;
+    if (s->body_left == 0) {
+        s->state = KA_FRAME_S_PEEK;
+        s->frames++;
+        ev->type = KA_FRAME_END;
+    }
+    return (long)n;
 }
 
 long ka_frame_feed(ka_splitter_t *s, const uint8_t *data, size_t len, ka_frame_event_t *ev)

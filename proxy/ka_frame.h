@@ -164,6 +164,14 @@ static inline int ka_frame_at_boundary(const ka_splitter_t *s)
  */
 long ka_frame_feed(ka_splitter_t *s, const uint8_t *data, size_t len, ka_frame_event_t *ev);
 
+/*
+ * Counts n bytes of the current frame's body as consumed without seeing them
+ * (the proxy moved them socket to socket with splice(2)). Only in the middle
+ * of a body (state BODY) and for at most body_left bytes; returns n, with ev
+ * END when they were the frame's last, or a negative ka_err (nothing changed).
+ */
+long ka_frame_skip(ka_splitter_t *s, uint64_t n, ka_frame_event_t *ev);
+
 const char *ka_frame_strerror(enum ka_frame_error e);
 
 #endif

@@ -11,15 +11,31 @@
  * pool, a SASL answer read on the other leg) does not resume the leg there
  * and then: the leg is queued on the server's resume list, and an idle
  * handle calls its resume_cb on the next loop turn, in FIFO order.
+ *
+ * alloc_cb also chooses between a read and a splice (ka_splice.c) for the
+ * body of a large pass-through frame.
  */
 #include "ka_proxy_internal.h"
 
 static void alloc_cb(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
 {
     ka_leg_t *leg = handle->data;
+    size_t want = KA_POOL_READ_SIZE, min = KA_POOL_READ_MIN;
     (void)suggested;
-    ka_pbuf_t *pb = ka_pool_alloc(&leg->session->server->pool, KA_POOL_READ_SIZE, KA_POOL_READ_MIN,
-                                  0, &leg->waiter);
+    if (leg->splice_corked || ka_splice_wanted(leg)) {
+        /* libuv reports UV_ENOBUFS without reading; read_cb then splices. */
+        leg->splice_due = 1;
+        *buf = uv_buf_init(NULL, 0);
+        return;
+    }
+    leg->splice_skip = 0;
+    if (leg->splice_hint && ka_frame_at_boundary(&leg->splitter)) {
+        /* After a large pass-through frame, read only the next header: if
+         * that frame is large too, its body is then spliced almost whole. */
+        leg->splice_hint = 0;
+        want = min = KA_SPLICE_HEADER_READ;
+    }
+    ka_pbuf_t *pb = ka_pool_alloc(&leg->session->server->pool, want, min, 0, &leg->waiter);
     /* An empty buffer makes libuv report UV_ENOBUFS: the leg then waits. */
     *buf = pb ? uv_buf_init((char *)pb->data, pb->cap) : uv_buf_init(NULL, 0);
 }
@@ -118,5 +134,11 @@ void ka_leg_update_reading(ka_leg_t *leg)
     } else if (!want && leg->reading) {
         uv_read_stop((uv_stream_t *)&leg->tcp);
         leg->reading = 0;
+        if (leg->splice_corked) {
+            /* No splice will follow for now: the head goes out alone. */
+            leg->splice_corked = 0;
+            if (s->state != KA_SESSION_CLOSING)
+                ka_output_flush(leg->peer);
+        }
     }
 }

@@ -159,6 +159,7 @@ static int server_init(ka_server_t *srv, uv_loop_t *loop, const ka_config_t *cfg
 {
     srv->loop = loop;
     srv->cfg = cfg;
+    srv->splice_state = cfg->splice_off ? -1 : 0;
     ka_pool_init(&srv->pool, cfg->buffer_memory,
                  cfg->buffer_memory * KA_POOL_RESERVED_PERCENT / 100, now_ns);
     ka_intercept_table_default(&srv->intercept);
@@ -308,6 +309,7 @@ void ka_server_close(ka_server_t *srv)
     uv_run(srv->loop, UV_RUN_NOWAIT);
     ka_server_tls_free(srv);
     ka_output_cache_free(srv);
+    ka_splice_close(srv);
     ka_gateway_free(srv);
 }
 

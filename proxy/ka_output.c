@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "ka_proxy_internal.h"
 
@@ -110,10 +111,21 @@ void ka_output_send_raw(ka_leg_t *dst, ka_pbuf_t *pb, size_t len)
  * completes here costs no write request, no callback and no change to the poll
  * set. Returns nonzero when the session closed instead.
  */
-static int submit_now(ka_leg_t *dst, ka_wreq_t *w)
+static int submit_now(ka_leg_t *dst, ka_wreq_t *w, int more)
 {
     ka_session_t *s = dst->session;
-    int n = uv_try_write((uv_stream_t *)&dst->tcp, w->bufs, w->nbufs);
+    int n;
+    if (more) {
+        /* uv_buf_t is struct iovec's layout on Unix (libuv says so). */
+        uv_os_fd_t fd;
+        struct msghdr msg = {.msg_iov = (struct iovec *)(void *)w->bufs, .msg_iovlen = w->nbufs};
+        ssize_t r = -1;
+        if (dst->write_pending == 0 && uv_fileno((uv_handle_t *)&dst->tcp, &fd) == 0)
+            r = sendmsg(fd, &msg, MSG_MORE | MSG_DONTWAIT | MSG_NOSIGNAL);
+        n = r > 0 ? (int)r : 0;
+    } else {
+        n = uv_try_write((uv_stream_t *)&dst->tcp, w->bufs, w->nbufs);
+    }
     if (n <= 0) /* UV_EAGAIN, or an error uv_write reports the usual way */
         return submit(dst, w);
     size_t done = (size_t)n;
@@ -139,24 +151,36 @@ static int submit_now(ka_leg_t *dst, ka_wreq_t *w)
     return submit(dst, w);
 }
 
-void ka_output_flush(ka_leg_t *dst)
+static int flush(ka_leg_t *dst, int more)
 {
     ka_wreq_t *w = dst->out;
     ka_session_t *s = dst->session;
     if (w == NULL)
-        return;
+        return 0;
     if (dst->flush_cb != NULL) {
         dst->flush_cb(dst);
-        return;
+        return 0;
     }
     dst->out = NULL;
     size_t bytes = w->bytes;
-    if (submit_now(dst, w))
-        return;
+    if (submit_now(dst, w, more))
+        return -1;
     if (dst->is_client)
         s->server->metrics.bytes_broker_to_client += bytes;
     else
         s->server->metrics.bytes_client_to_broker += bytes;
+    return 0;
+}
+
+void ka_output_flush(ka_leg_t *dst)
+{
+    (void)flush(dst, 0);
+}
+
+int ka_output_flush_more(ka_leg_t *dst)
+{
+    return flush(dst, 1) == 0 && dst->session->state != KA_SESSION_CLOSING &&
+           dst->write_pending == 0;
 }
 
 /* Queues bytes [a, b) of pb for writing to dst, merging with the last slice. */

@@ -17,6 +17,7 @@
  *   ka_session_auth.c who the client is: its SASL name or certificate subject
  *   ka_relay.c        frames: route, hold, handlers, in-flight matching
  *   ka_output.c       writes
+ *   ka_splice.c       large pass-through bodies socket to socket (splice(2))
  *   ka_leg.c          when a socket reads, and resumes after a pause
  *
  * A lower file that must tell an upper one something does it through a
@@ -52,6 +53,12 @@
 #define KA_POOL_RESERVED_PERCENT 10
 /* An upstream that neither accepts nor refuses in this time is given up. */
 #define KA_CONNECT_TIMEOUT_MS 10000
+/* The body remainder of a pass-through frame at least this large is spliced
+ * (ka_splice.c); below it two copies cost less than the extra calls. */
+#define KA_SPLICE_MIN (16 * 1024)
+/* After a large pass-through frame the next read is this small, so that it
+ * takes the next header and not most of the next body. */
+#define KA_SPLICE_HEADER_READ 1024
 /* Write requests kept for reuse, so steady traffic does not malloc them. */
 #define KA_WREQ_CACHE 1024
 #define KA_WREQ_BUFS  8
@@ -148,6 +155,21 @@ struct ka_leg {
     int tls_more;        /* decrypted bytes wait in the engine: drain them before reading */
     int tls_checked;     /* the first bytes were checked for a plaintext client */
     int tls_established; /* the handshake completed (logged and counted once) */
+
+    /* splice(2) of pass-through bodies (ka_splice.c); bits, so that they
+     * fit in the padding before `out` and an idle connection costs nothing more. */
+    unsigned char splice_due : 1;  /* alloc_cb chose to splice: the UV_ENOBUFS after is its cue */
+    unsigned char splice_skip : 1; /* the last splice moved nothing: the next read is a plain one */
+    unsigned char splice_off : 1;  /* the kernel refused splice on this leg's sockets */
+    unsigned char splice_hint : 1; /* the last frame was a large pass-through: read the next
+                                      header small */
+    /* The read being processed filled its buffer, so libuv asks for another
+     * at once: the peer's output may wait for the splice that follows. */
+    unsigned char splice_cork_ok : 1;
+    /* The peer's output (the head of the frame being spliced) waits for
+     * ka_splice_run, which sends it with MSG_MORE so that head and body
+     * leave together instead of in a segment of their own. */
+    unsigned char splice_corked : 1;
 
     ka_wreq_t *out;        /* write being assembled toward this leg */
     size_t write_pending;  /* bytes handed to uv_write on this leg, not yet written */
@@ -290,6 +312,12 @@ struct ka_server {
     ka_wreq_t *wreq_cache;
     size_t wreq_cached;
 
+    /* ka_splice.c: one pipe for every session. It is empty whenever the loop
+     * is outside a splice: what the destination did not take is read back
+     * at once and queued as a normal write, so sessions never share bytes. */
+    int splice_pipe[2];
+    int splice_state; /* 0 not made yet, 1 made, -1 unavailable (--splice off, or refused) */
+
     ka_tls_source_t *tls_clients;        /* --tls-cert: TLS toward clients, else NULL */
     ka_tls_source_t *tls_upstream;       /* --upstream-tls: TLS toward the broker, else NULL */
     uv_timer_t tls_reload_timer;         /* polls the certificate files for changes */
@@ -404,11 +432,30 @@ void ka_reclaim_close(ka_server_t *srv);
 /* ka_output.c */
 void ka_output_add(ka_leg_t *dst, ka_pbuf_t *pb, size_t a, size_t b);
 void ka_output_flush(ka_leg_t *dst);
+/* Flushes telling TCP that more follows at once (MSG_MORE: a spliced body,
+ * ka_splice.c). 1 when every byte went; 0 when some wait in libuv's queue
+ * (or the session closed). */
+int ka_output_flush_more(ka_leg_t *dst);
 void ka_output_release(ka_server_t *srv, ka_wreq_t *w);
 /* Writes [0, len) of pb as it is (TLS records); takes its own reference. */
 void ka_output_send_raw(ka_leg_t *dst, ka_pbuf_t *pb, size_t len);
 /* After the loop has stopped: frees the write requests kept for reuse. */
 void ka_output_cache_free(ka_server_t *srv);
+
+/* ka_relay.c: n body bytes of src's current frame went to the peer by
+ * splice; [0, residue) of pb (may be NULL when 0) are the ones the peer did
+ * not take, to be queued as a normal write. */
+void ka_relay_spliced(ka_leg_t *src, ka_pbuf_t *pb, size_t residue, uint64_t n);
+
+/* ka_splice.c (called by the leg) */
+/* True when the leg's large pass-through bodies may be spliced at all. */
+int ka_splice_possible(const ka_leg_t *leg);
+/* True when the leg's next bytes should be spliced instead of read. */
+int ka_splice_wanted(ka_leg_t *leg);
+/* Splices them (after alloc_cb said so and libuv reported UV_ENOBUFS). */
+void ka_splice_run(ka_leg_t *leg);
+/* At server close: the pipe. */
+void ka_splice_close(ka_server_t *srv);
 
 /* ka_leg.c */
 void ka_leg_init(ka_leg_t *leg, ka_session_t *s, ka_leg_t *peer, int is_client, uv_read_cb read_cb,

@@ -261,6 +261,8 @@ static enum step on_header(ka_leg_t *src, ka_frame_event_t *ev, ka_pbuf_t *pb, s
     }
 
     src->route = route;
+    src->splice_hint =
+        route == KA_ROUTE_PASS && (uint32_t)h->size >= KA_SPLICE_MIN && ka_splice_possible(src);
     if (route == KA_ROUTE_PASS) {
         if (ev->carried != NULL) {
             ka_pbuf_t *carried = ka_pbuf_of(ev->carried);
@@ -581,6 +583,37 @@ static void response_mode(ka_leg_t *src)
             head && (head->flags & KA_INFLIGHT_SASL_HANDSHAKE) ? KA_FRAME_PEEK_ERROR_CODE : 0);
 }
 
+/* The end of a processing pass: [run, off) of pb still to queue, [off, end)
+ * to park when the pass stopped there; then writes, backpressure, advance. */
+static void finish(ka_leg_t *src, enum step st, ka_pbuf_t *pb, size_t run, size_t off, size_t end)
+{
+    ka_session_t *s = src->session;
+    ka_leg_t *dst = src->peer;
+    if (s->state != KA_SESSION_CLOSING) {
+        ka_output_add(dst, pb, run, off);
+        if (st == STEP_PARK)
+            park(src, pb, off, end - off);
+        /* The head of a frame whose body is spliced next waits for it. */
+        src->splice_corked = src->splice_cork_ok && st == STEP_GO && src->pause == 0 &&
+                             src->reading && dst->out != NULL;
+        if (src->splice_corked && !ka_splice_wanted(src))
+            src->splice_corked = 0;
+        if (!src->splice_corked)
+            ka_output_flush(dst);
+        ka_output_flush(src); /* local answers */
+        if (dst->write_pending > KA_WRITE_HIGH_WATERMARK && !(src->pause & KA_PAUSE_BACKPRESSURE)) {
+            src->pause |= KA_PAUSE_BACKPRESSURE;
+            s->server->metrics.backpressure_pauses++;
+            ka_leg_update_reading(src);
+        }
+    }
+    s->processing--;
+    /* A FIN waits for the bytes before it; flushes that completed at once
+     * left that check to here (ka_output.c). */
+    if (s->state != KA_SESSION_CLOSING)
+        s->events->advance(s);
+}
+
 void ka_relay_process(ka_leg_t *src, ka_pbuf_t *pb, size_t off, size_t len)
 {
     ka_session_t *s = src->session;
@@ -641,23 +674,24 @@ void ka_relay_process(ka_leg_t *src, ka_pbuf_t *pb, size_t off, size_t len)
         if (st != STEP_GO)
             break;
     }
-    if (s->state != KA_SESSION_CLOSING) {
-        ka_output_add(dst, pb, run, off);
-        if (st == STEP_PARK)
-            park(src, pb, off, end - off);
-        ka_output_flush(dst);
-        ka_output_flush(src); /* local answers */
-        if (dst->write_pending > KA_WRITE_HIGH_WATERMARK && !(src->pause & KA_PAUSE_BACKPRESSURE)) {
-            src->pause |= KA_PAUSE_BACKPRESSURE;
-            s->server->metrics.backpressure_pauses++;
-            ka_leg_update_reading(src);
-        }
-    }
-    s->processing--;
-    /* A FIN waits for the bytes before it; flushes that completed at once
-     * left that check to here (ka_output.c). */
-    if (s->state != KA_SESSION_CLOSING)
-        s->events->advance(s);
+    finish(src, st, pb, run, off, end);
+}
+
+void ka_relay_spliced(ka_leg_t *src, ka_pbuf_t *pb, size_t residue, uint64_t n)
+{
+    ka_session_t *s = src->session;
+    ka_frame_event_t ev;
+    enum step st = STEP_GO;
+    size_t run = 0;
+
+    s->processing++;
+    /* What the peer did not take goes first, before anything the frame's end queues. */
+    ka_output_add(src->peer, pb, 0, residue);
+    if (ka_frame_skip(&src->splitter, n, &ev) < 0)
+        s->events->close(s, KA_LOG_ERROR, "splice went past the frame", NULL);
+    else if (ev.type == KA_FRAME_END)
+        st = on_end(src, NULL, &run, 0);
+    finish(src, st, NULL, 0, 0, 0);
 }
 
 /* A deferred frame's handler woke it: decide it now, then go on reading. */

@@ -38,8 +38,11 @@ static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         s->last_activity_ms = uv_now(s->server->loop);
         if (leg->tls != NULL)
             ka_leg_tls_input(leg, pb, (size_t)nread);
-        else
+        else {
+            leg->splice_cork_ok = (size_t)nread == buf->len;
             ka_relay_process(leg, pb, 0, (size_t)nread);
+            leg->splice_cork_ok = 0;
+        }
         ka_pbuf_unref(pool, pb);
         return;
     }
@@ -48,6 +51,10 @@ static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     if (nread == 0 || s->state == KA_SESSION_CLOSING)
         return;
     if (nread == UV_ENOBUFS) {
+        if (leg->splice_due) {
+            ka_splice_run(leg); /* alloc_cb chose a splice, not a read */
+            return;
+        }
         ka_leg_wait_memory(leg, KA_POOL_READ_MIN, 0);
         return;
     }

@@ -28,6 +28,9 @@ if(TARGET ka_proxy)
     SOURCES ${KA_PROXY_TEST_DIR}/test_tls_transport.c LIBS ka_proxy)
   ka_unit_test(test_proxy_relay
     SOURCES ${KA_PROXY_TEST_DIR}/test_relay.c ${KA_PROXY_TEST_DIR}/socket_fixtures.c LIBS ka_proxy Threads::Threads)
+  # Large pass-through frames spliced both ways through slow readers, and with splice off.
+  ka_unit_test(test_proxy_splice
+    SOURCES ${KA_PROXY_TEST_DIR}/test_splice.c ${KA_PROXY_TEST_DIR}/socket_fixtures.c LIBS ka_proxy Threads::Threads)
   set_tests_properties(test_proxy_relay PROPERTIES TIMEOUT 20)
   ka_unit_test(test_proxy_relay_defer
     SOURCES ${KA_PROXY_TEST_DIR}/test_relay_defer.c ${KA_PROXY_TEST_DIR}/socket_fixtures.c LIBS ka_proxy Threads::Threads)

@@ -363,6 +363,45 @@ static void test_carry_allocation_failure_is_retryable(void **state)
     assert_int_equal(fx_live_allocs, 0);
 }
 
+/* Bytes spliced socket to socket are counted, unseen, as the body's: the
+ * next header is found where it starts, and the frame ends on its last byte. */
+static void test_skip_spliced_body(void **state)
+{
+    (void)state;
+    static uint8_t body[40000];
+    ka_splitter_t s;
+    ka_frame_event_t ev;
+    memset(body, 0x5a, sizeof(body));
+    stream.len = 0;
+    fx_response(&stream, 7, body, sizeof(body));
+    fx_response(&stream, 8, body, 10);
+    size_t first = 4 + 4 + sizeof(body);
+    splitter(&s, KA_FRAME_RESPONSE);
+    /* Not before a header, and never past the body. */
+    assert_true(ka_frame_skip(&s, 1, &ev) < 0);
+    assert_int_equal(ka_frame_feed(&s, stream.data, 100, &ev), 8);
+    assert_int_equal(ev.type, KA_FRAME_HEADER);
+    assert_int_equal(ev.hdr.correlation_id, 7);
+    assert_int_equal(ka_frame_feed(&s, stream.data + 8, 92, &ev), 92);
+    assert_int_equal(ev.type, KA_FRAME_NONE);
+    uint64_t left = first - 100;
+    assert_true(ka_frame_skip(&s, left + 1, &ev) < 0);
+    assert_int_equal(s.body_left, left);
+    assert_int_equal(ka_frame_skip(&s, 30000, &ev), 30000);
+    assert_int_equal(ev.type, KA_FRAME_NONE);
+    assert_int_equal(ka_frame_skip(&s, left - 30000, &ev), (long)(left - 30000));
+    assert_int_equal(ev.type, KA_FRAME_END);
+    assert_int_equal(s.frames, 1);
+    assert_int_equal(s.consumed, first);
+    assert_true(ka_frame_at_boundary(&s));
+    /* The next frame's header is where it starts. */
+    assert_int_equal(ka_frame_feed(&s, stream.data + first, stream.len - first, &ev), 8);
+    assert_int_equal(ev.type, KA_FRAME_HEADER);
+    assert_int_equal(ev.hdr.correlation_id, 8);
+    assert_int_equal(ev.hdr.size, 14);
+    ka_frame_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -381,6 +420,7 @@ int main(void)
         cmocka_unit_test(test_sasl_handshake_mechanism_peeked),
         cmocka_unit_test(test_opaque_mode_passes_everything),
         cmocka_unit_test(test_carry_allocation_failure_is_retryable),
+        cmocka_unit_test(test_skip_spliced_body),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
