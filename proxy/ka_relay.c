@@ -511,8 +511,11 @@ static void response_done(ka_session_t *s)
     }
 }
 
-/* A frame ended at `off` of pb; [*run, off) are pass-through bytes not yet queued. */
-static enum step on_end(ka_leg_t *src, ka_pbuf_t *pb, size_t *run, size_t off)
+/* A frame ended at `off` of pb; [*run, off) are pass-through bytes not yet queued.
+ * Inlined into both callers: it runs once per frame, and as a call it cost
+ * the small-frame path about 5% more instructions per byte (callgrind). */
+__attribute__((always_inline)) static inline enum step on_end(ka_leg_t *src, ka_pbuf_t *pb,
+                                                              size_t *run, size_t off)
 {
     ka_session_t *s = src->session;
     ka_leg_t *dst = src->peer;
