@@ -237,14 +237,9 @@ static void header_done(ka_splitter_t *s, const ka_frame_header_t *h, size_t tak
     s->state = KA_FRAME_S_BODY;
 }
 
-long ka_frame_skip(ka_splitter_t *s, uint64_t n, ka_frame_event_t *ev)
+/* n bytes of the body went by (n <= body_left); at its end, the frame ends. */
+static inline long body_advance(ka_splitter_t *s, uint64_t n, ka_frame_event_t *ev)
 {
-    ev->type = KA_FRAME_NONE;
-    ev->carried = NULL;
-    ev->carried_len = 0;
-    if (s->error != KA_FRAME_OK || s->state != KA_FRAME_S_BODY || n > s->body_left ||
-        n > (uint64_t)LONG_MAX)
-        return KA_EINVALID;
     s->body_left -= n;
     s->consumed += n;
     if (s->body_left == 0) {
@@ -253,6 +248,17 @@ long ka_frame_skip(ka_splitter_t *s, uint64_t n, ka_frame_event_t *ev)
         ev->type = KA_FRAME_END;
     }
     return (long)n;
+}
+
+long ka_frame_skip(ka_splitter_t *s, uint64_t n, ka_frame_event_t *ev)
+{
+    ev->type = KA_FRAME_NONE;
+    ev->carried = NULL;
+    ev->carried_len = 0;
+    if (s->error != KA_FRAME_OK || s->state != KA_FRAME_S_BODY || n > s->body_left ||
+        n > (uint64_t)LONG_MAX)
+        return KA_EINVALID;
+    return body_advance(s, n, ev);
 }
 
 long ka_frame_feed(ka_splitter_t *s, const uint8_t *data, size_t len, ka_frame_event_t *ev)
@@ -266,17 +272,8 @@ long ka_frame_feed(ka_splitter_t *s, const uint8_t *data, size_t len, ka_frame_e
     if (s->error != KA_FRAME_OK)
         return KA_EINVALID;
 
-    if (s->state == KA_FRAME_S_BODY) {
-        size_t n = s->body_left < len ? (size_t)s->body_left : len;
-        s->body_left -= n;
-        s->consumed += n;
-        if (s->body_left == 0) {
-            s->state = KA_FRAME_S_PEEK;
-            s->frames++;
-            ev->type = KA_FRAME_END;
-        }
-        return (long)n;
-    }
+    if (s->state == KA_FRAME_S_BODY)
+        return body_advance(s, s->body_left < len ? s->body_left : (uint64_t)len, ev);
 
     if (s->carry_len == 0) {
         if (s->mode == KA_FRAME_OPAQUE) {
