@@ -83,6 +83,9 @@ static const metric_row_t rows[] = {
     ROW("splice_short_writes_total", splice_short_writes, "counter",
         "Splices whose destination took only part of the bytes (its socket buffer was full): the "
         "rest was read back from the pipe and queued as a normal write."),
+    ROW("splice_chained_reads_total", splice_chained_reads, "counter",
+        "Frame headers read in the same callback as the spliced body before them, instead of "
+        "on the next loop turn (the source likely had more: the last splice took all it asked)."),
     LROW("frames_total", "direction=\"client_to_broker\"", frames_client_to_broker, "counter",
          "Kafka frames seen, by direction (requests: client_to_broker)."),
     LROW("frames_total", "direction=\"broker_to_client\"", frames_broker_to_client, "counter",

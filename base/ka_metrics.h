@@ -107,14 +107,15 @@ typedef struct ka_metrics {
     uint64_t spliced_client_to_broker; /* of the forwarded bytes, moved by splice(2) */
     uint64_t spliced_broker_to_client;
     uint64_t splice_fallbacks; /* splice refused by the kernel (EINVAL, ENOSYS, ...): plain reads */
-    uint64_t splice_short_writes; /* splices the destination took part of: the rest queued */
-    uint64_t pool_waits;          /* reads stopped for lack of pool memory */
-    uint64_t inflight_pauses;     /* client reads stopped at --max-inflight */
-    uint64_t frames_truncated;    /* clients that closed in the middle of a frame */
-    uint64_t frames_stalled;      /* idle timeouts with a request frame half sent */
-    uint64_t held_oversize;       /* held requests above --max-held-request, refused */
-    uint64_t held_timeouts;       /* held requests not whole by --held-request-timeout-ms */
-    uint64_t unknown_api_keys;    /* requests with an API key not in the specs */
+    uint64_t splice_short_writes;  /* splices the destination took part of: the rest queued */
+    uint64_t splice_chained_reads; /* headers read right after a spliced body, same callback */
+    uint64_t pool_waits;           /* reads stopped for lack of pool memory */
+    uint64_t inflight_pauses;      /* client reads stopped at --max-inflight */
+    uint64_t frames_truncated;     /* clients that closed in the middle of a frame */
+    uint64_t frames_stalled;       /* idle timeouts with a request frame half sent */
+    uint64_t held_oversize;        /* held requests above --max-held-request, refused */
+    uint64_t held_timeouts;        /* held requests not whole by --held-request-timeout-ms */
+    uint64_t unknown_api_keys;     /* requests with an API key not in the specs */
     /* Admission (only with --policy). */
     uint64_t adm_decisions[KA_ADM_API_COUNT][KA_ADM_D_COUNT][KA_REASON_COUNT];
     uint64_t adm_decode_errors[KA_ADM_API_COUNT][KA_ADM_VERSION_SLOTS];

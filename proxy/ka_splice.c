@@ -23,7 +23,15 @@
  * connection costs no file descriptor and no byte.
  *
  * The relay then counts the bytes as the frame's body (ka_frame_skip); when
- * they were its last, it goes on as after any frame. A kernel that refuses
+ * they were its last, it goes on as after any frame. When they were its
+ * last and the last splice took all it asked for (the source likely has
+ * more), the next header is read there and then (a small read into a pool
+ * buffer, through ka_relay_process, as read_cb would), and if that frame's
+ * body is to be spliced too, it is: up to KA_SPLICE_CHAIN frames per call,
+ * saving a loop turn per frame. That read happens only when the leg could
+ * read anyway (reading, not paused, nothing parked), so backpressure, the
+ * pool's bound and the relay's routing and in-flight tracking are those of
+ * any read. A kernel that refuses
  * (no pipe, a socket that cannot splice) turns splicing off for the process
  * or the leg, once, at debug level; --splice off never tries.
  */
@@ -35,12 +43,15 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "ka_proxy_internal.h"
 
 /* Chunks per call, so one session's large frame does not hold up the loop. */
 #define KA_SPLICE_ROUNDS 16
+/* Frames spliced per call, their headers read in between (ka_splice_run). */
+#define KA_SPLICE_CHAIN 4
 /* The pipe's capacity: more slots than a chunk's pages, whatever the skb layout. */
 #define KA_SPLICE_PIPE_SIZE (256 * 1024)
 
@@ -127,7 +138,9 @@ static int drain_pipe(ka_server_t *srv, uint8_t *to, size_t n)
     return 0;
 }
 
-void ka_splice_run(ka_leg_t *leg)
+/* One frame's body as far as it goes now. 1 when it was spliced to its end
+ * and the last splice took all it asked for: the source likely has more. */
+static int splice_once(ka_leg_t *leg)
 {
     ka_session_t *s = leg->session;
     ka_server_t *srv = s->server;
@@ -138,29 +151,30 @@ void ka_splice_run(ka_leg_t *leg)
     if (!wanted) {
         if (corked)
             ka_output_flush(dst);
-        return;
+        return 0;
     }
     /* The frame's head first, held back for its body (MSG_MORE); if some
      * of it must wait for the socket, so does the body: a plain read next. */
     if (corked && !ka_output_flush_more(dst))
-        return;
+        return 0;
     ka_pbuf_t *pb = ka_pool_alloc(&srv->pool, KA_POOL_READ_SIZE, KA_POOL_READ_MIN, 0, &leg->waiter);
     if (pb == NULL) {
         if (corked)
             uncork(dst);
         ka_leg_wait_memory(leg, KA_POOL_READ_MIN, 0);
-        return;
+        return 0;
     }
     if (open_pipe(srv) < 0) {
         if (corked)
             uncork(dst);
         leg->splice_skip = 1; /* the next read is a plain one */
         ka_pbuf_unref(&srv->pool, pb);
-        return;
+        return 0;
     }
     int in_fd = leg_fd(leg), out_fd = leg_fd(dst), no = 0;
     uint64_t moved = 0;
     size_t residue = 0;
+    int full = 0;
     for (int round = 0; round < KA_SPLICE_ROUNDS && residue == 0; round++) {
         uint64_t left = leg->splitter.body_left - moved;
         if (left == 0)
@@ -189,6 +203,7 @@ void ka_splice_run(ka_leg_t *leg)
         }
         moved += (uint64_t)in;
         residue = (size_t)in - out;
+        full = (size_t)in == want;
         if ((size_t)in < want)
             break; /* the source had no more */
     }
@@ -202,7 +217,7 @@ void ka_splice_run(ka_leg_t *leg)
         ka_pbuf_unref(&srv->pool, pb);
         s->events->close(s, KA_LOG_ERROR, "splice: bytes could not be read back from the pipe",
                          strerror(errno));
-        return;
+        return 0;
     }
     if (no) {
         leg->splice_off = 1;
@@ -215,7 +230,7 @@ void ka_splice_run(ka_leg_t *leg)
             uncork(dst);
         leg->splice_skip = 1;
         ka_pbuf_unref(&srv->pool, pb);
-        return;
+        return 0;
     }
     uint64_t direct = moved - residue;
     if (dst->is_client) {
@@ -228,4 +243,60 @@ void ka_splice_run(ka_leg_t *leg)
     s->last_activity_ms = uv_now(srv->loop);
     ka_relay_spliced(leg, pb, residue, moved);
     ka_pbuf_unref(&srv->pool, pb);
+    return full && residue == 0 && ka_frame_at_boundary(&leg->splitter);
+}
+
+/* After a spliced body, the next frame's header read here and now, as
+ * alloc_cb and read_cb would have on the next loop turn (a small read into
+ * a pool buffer, through the relay). 1 when bytes were read; 0 when the leg
+ * must not read now, there is no memory, or the socket has nothing (EOF
+ * included, which stays for libuv to report). */
+static int read_next(ka_leg_t *leg)
+{
+    ka_session_t *s = leg->session;
+    ka_server_t *srv = s->server;
+    if (s->state != KA_SESSION_RELAYING || !leg->open || leg->eof || !leg->reading ||
+        leg->pause != 0 || leg->parked != NULL || leg->splice_corked || !leg->splice_hint ||
+        !ka_frame_at_boundary(&leg->splitter))
+        return 0;
+    int fd = leg_fd(leg);
+    ka_pbuf_t *pb = fd < 0 ? NULL
+                           : ka_pool_alloc(&srv->pool, KA_SPLICE_HEADER_READ, KA_SPLICE_HEADER_READ,
+                                           0, &leg->waiter);
+    if (pb == NULL)
+        return 0; /* alloc_cb tries again, and waits for memory the usual way */
+    ssize_t n;
+    do
+        n = recv(fd, pb->data, pb->cap, MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0) {
+        int e = errno;
+        ka_pbuf_unref(&srv->pool, pb);
+        if (n < 0 && e != EAGAIN && e != EWOULDBLOCK)
+            s->events->close(s, KA_LOG_INFO,
+                             leg->is_client ? "client read failed" : "upstream read failed",
+                             strerror(e));
+        return 0;
+    }
+    leg->splice_hint = 0;
+    leg->splice_skip = 0;
+    srv->metrics.splice_chained_reads++;
+    s->last_activity_ms = uv_now(srv->loop);
+    leg->splice_cork_ok = (size_t)n == pb->cap;
+    ka_relay_process(leg, pb, 0, (size_t)n);
+    leg->splice_cork_ok = 0;
+    ka_pbuf_unref(&srv->pool, pb);
+    return 1;
+}
+
+void ka_splice_run(ka_leg_t *leg)
+{
+    /* While bodies splice to their end with more behind them, the next
+     * header is read at once rather than on the next loop turn (one
+     * epoll_wait and one libuv pass less per frame). Bounded, so that one
+     * connection does not hold the loop; the bound is checked before a
+     * read, so a head corked for its body is always followed by its splice. */
+    for (int frames = 1; splice_once(leg) && frames < KA_SPLICE_CHAIN; frames++)
+        if (!read_next(leg) || !leg->splice_corked)
+            break;
 }
