@@ -261,7 +261,10 @@ static void test_back_to_back_requests_chain_their_headers(void **state)
         req += 4 + request_len(i);
     assert_int_equal(m->bytes_client_to_broker, req);
     assert_int_equal(m->bytes_broker_to_client, (uint64_t)FAST_FRAMES * (4 + response_len(0)));
-    assert_true(m->spliced_client_to_broker > req / 2);
+    /* How much is spliced depends on how far ahead of kadmit the client is
+     * (a loaded machine splits bodies into short reads); that some is, and
+     * that headers were chained, does not. */
+    assert_true(m->spliced_client_to_broker > 0);
     /* The client wrote ahead: some headers followed their spliced body in one callback. */
     assert_true(m->splice_chained_reads > 0);
     assert_int_equal(m->splice_fallbacks, 0);
