@@ -450,7 +450,8 @@ static const option_t options[] = {
      "stop reading a client with N requests in flight (default 1000)"},
     {"splice", "KADMIT_SPLICE", set_splice, "auto|off",
      "move the bodies of large pass-through frames socket to socket with splice(2) on "
-     "plaintext connections (default auto)"},
+     "plaintext connections (default off: opt-in until it passes the pool-bound tests "
+     "every time)"},
     {"metadata-upstream", "KADMIT_METADATA_UPSTREAM", set_metadata_upstream, "HOST:PORT",
      "broker the metadata client asks (default: --upstream)"},
     {"idle-timeout", "KADMIT_IDLE_TIMEOUT", set_idle_timeout, "SECONDS",
@@ -534,6 +535,7 @@ void ka_config_defaults(ka_config_t *cfg)
     snprintf(cfg->listen.host, sizeof(cfg->listen.host), "0.0.0.0");
     cfg->listen.port = 9092;
     cfg->log_level = KA_LOG_INFO;
+    cfg->splice_off = 1; /* opt-in for now: --splice auto */
     cfg->log_format = KA_LOG_TEXT;
     cfg->max_frame_bytes = 100 * MiB;
     cfg->buffer_memory = 256 * MiB;

@@ -124,6 +124,7 @@ def mb():
     c = KafkaCluster(d, brokers=1, port_base_=port_base() + 290)
     n = c.node(1)
     k = Kadmit(binary, d, "kadmit", n.sidecar_port, n.client_port, n.admin_port,
+               "--splice", "off",
                "--buffer-memory", "32MiB")
     ok = False
     try:
@@ -295,6 +296,7 @@ def test_with_a_policy_held_frames_and_arenas_stay_under_the_pool_bound(mb):
     policy = d / "policy.json"
     policy.write_text(json.dumps({"max.broker.partitions": 1000000}))
     kp = Kadmit(kadmit_bin(), d, "kadmit-policy", n.sidecar_port, n.client_port, n.admin_port,
+                "--splice", "off",
                 "--buffer-memory", "32MiB", "--policy", str(policy), "--ledger", "off",
                 "--max-held-request", "4MiB", "--held-request-timeout-ms", "60000")
     kp.start()
