@@ -27,6 +27,31 @@ void ka_admission_log_decision(const ka_adm_outcome_t *o, int32_t correlation_id
            KA_KS("message", o->message[0] ? o->message : NULL));
 }
 
+/* Debug: the counts a cluster-wide decision was judged against, per broker, so that an
+ * admission can be checked by hand against the brokers' own counts afterwards. */
+void ka_admission_log_basis(const ka_cluster_t *view, const ka_reservations_t *before,
+                            uint64_t order, int64_t now_ms)
+{
+    if (!ka_log_enabled(KA_LOG_DEBUG) || view == NULL)
+        return;
+    char counts[512];
+    size_t off = 0;
+    counts[0] = '\0';
+    for (size_t i = 0; i < ka_cluster_broker_count(view) && off < sizeof(counts) - 48; i++) {
+        const ka_cluster_broker_t *b = ka_cluster_broker_at(view, i);
+        int n = snprintf(counts + off, sizeof(counts) - off, "%s%d:%lld+%lld", i ? "," : "",
+                         (int)b->id, (long long)b->replicas,
+                         (long long)(before ? ka_reservations_broker_replicas(before, b->id) : 0));
+        if (n < 0)
+            break;
+        off += (size_t)n;
+    }
+    ka_log(KA_LOG_DEBUG, "admission basis", KA_KI("ledger_order", order),
+           KA_KI("view_age_ms", now_ms - ka_cluster_taken_at_ms(view)),
+           KA_KI("reservations", before ? ka_reservations_count(before) : 0),
+           KA_KS("broker_view_plus_reserved", counts));
+}
+
 void ka_admission_audit_item(const ka_frame_origin_t *origin, const ka_adm_judged_t *it)
 {
     char resource[320];

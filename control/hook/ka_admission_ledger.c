@@ -5,6 +5,7 @@
  * admitted items again against the intents ordered before the request's,
  * or refuses them when the ledger did not answer in time.
  */
+#include "ka_admission_events.h"
 #include "ka_admission_hook_int.h"
 
 #include <stdio.h>
@@ -135,6 +136,7 @@ int ka_adm_ledger_phase2(ka_admission_t *a, ledger_wait_t *w, const ka_frame_hea
         if (rc == 0) {
             ctx.ledger = before;
             rc = ka_adm_rejudge(w->req, &ctx, KA_REASON_CONCURRENT);
+            ka_admission_log_basis(ctx.view, before, w->order, ctx.now_ms);
         }
     } else {
         ka_adm_ledger_reject_unavailable(a, w->req, &ctx,

@@ -151,7 +151,7 @@ class Suite:
                     else s.upstream)
         argv = [str(s.binary), "--listen", s.listen, "--upstream", upstream, "--admin", s.admin,
                 "--admin-token-file", str(self.token_file), "--policy", str(self.policy_file),
-                "--log-level", "info", "--ledger", "on", "--sidecar-id", f"faults-{i}",
+                "--log-level", os.environ.get("KADMIT_FAULTS_LOG_LEVEL", "info"), "--ledger", "on", "--sidecar-id", f"faults-{i}",
                 "--ledger-timeout-ms", str(LEDGER_TIMEOUT_MS),
                 "--ledger-intent-ttl-ms", str(INTENT_TTL_MS)]
         return argv
