@@ -293,9 +293,11 @@ static int commit(struct ka_work *w, ka_verdict_t *v, const ka_plan_t *plan, boo
             .replicas = plan->targets,
             .replica_count = plan->target_count,
             .new_partitions = plan->new_partitions,
+            .creates_topic = plan->creates_topic,
             .deltas = deltas,
             .delta_count = count,
             .expires_at_ms = w->ctx->now_ms + ka_policy_reservation_expiry_ms(w->ctx->policy),
+            .added_at_ms = w->ctx->now_ms,
         };
 
         memcpy(spec.replaces_topic_id, plan->replaces_topic_id, sizeof(spec.replaces_topic_id));

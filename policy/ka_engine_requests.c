@@ -319,6 +319,7 @@ static int create_topic(struct ka_work *w, const ka_create_topic_t *t, bool dup,
     ka_plan_t plan = {.kind = KA_RESERVATION_PARTITIONS,
                       .topic = t->name,
                       .validate_only = t->validate_only,
+                      .creates_topic = true,
                       .advice = ADVICE_CREATE};
     ka_rules_item_t item = {.api = KA_RULES_CREATE,
                             .topic = t->name,
@@ -667,7 +668,10 @@ int ka_engine_alter_reassignments(const ka_decision_context_t *ctx,
 static int broker_create(struct ka_work *w, ka_slice_t name, int32_t partitions,
                          int32_t replication, bool defaults, bool known, ka_verdict_t *v)
 {
-    ka_plan_t plan = {.kind = KA_RESERVATION_PARTITIONS, .topic = name, .advice = ADVICE_CREATE};
+    ka_plan_t plan = {.kind = KA_RESERVATION_PARTITIONS,
+                      .topic = name,
+                      .creates_topic = true,
+                      .advice = ADVICE_CREATE};
     ka_rules_item_t item = {.api = KA_RULES_BROKER_CREATE,
                             .topic = name,
                             .partitions = partitions,

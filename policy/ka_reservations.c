@@ -31,6 +31,7 @@
 struct ka_reservation {
     uint64_t id;
     uint64_t order; /* ledger offset of its announcement, or KA_RESERVATION_UNORDERED */
+    bool shown;     /* a view shows it: it ends at the end of this reconcile */
     /* The spec as added, its topic, replicas and deltas pointing into this allocation. */
     ka_reservation_spec_t spec;
     ka_broker_delta_t deltas[];
@@ -491,8 +492,9 @@ static size_t end_where(ka_reservations_t *l,
 static bool ends_when_shown(const struct ka_reservation *e, const ka_cluster_t *view,
                             int64_t now_ms)
 {
+    (void)view;
     (void)now_ms;
-    return shown_by(e, view);
+    return e->shown;
 }
 
 static bool ends_when_expired(const struct ka_reservation *e, const ka_cluster_t *view,
@@ -502,8 +504,85 @@ static bool ends_when_expired(const struct ka_reservation *e, const ka_cluster_t
     return e->spec.expires_at_ms <= now_ms;
 }
 
+static bool same_topic(const struct ka_reservation *a, const struct ka_reservation *b)
+{
+    return a->spec.topic.len == b->spec.topic.len &&
+           memcmp(a->spec.topic.ptr, b->spec.topic.ptr, (size_t)a->spec.topic.len) == 0;
+}
+
+/* The nonzero id of the view's topic of e's name, or false. */
+static bool listed_id(const struct ka_reservation *e, const ka_cluster_t *view, uint8_t id[16])
+{
+    const ka_cluster_topic_t *t = ka_cluster_find_topic(view, e->spec.topic);
+
+    return t != NULL && ka_cluster_topic_id(t, id) && !id_is_zero(id);
+}
+
+/* By topic, then in ledger order (a reservation not yet announced comes last), then by id. */
+static int compare_settling(const void *a, const void *b)
+{
+    const struct ka_reservation *x = *(struct ka_reservation *const *)a;
+    const struct ka_reservation *y = *(struct ka_reservation *const *)b;
+    int c;
+
+    if (x->spec.topic.len != y->spec.topic.len)
+        return x->spec.topic.len < y->spec.topic.len ? -1 : 1;
+    c = memcmp(x->spec.topic.ptr, y->spec.topic.ptr, (size_t)x->spec.topic.len);
+    if (c != 0)
+        return c;
+    if (x->order != y->order)
+        return x->order < y->order ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/*
+ * e was shown by the view's incarnation `id` of its topic: no reservation
+ * that creates the topic and is settled after e can be shown by it.
+ */
+static void pass_on_incarnation(ka_reservations_t *l, struct ka_reservation **by_order, size_t at,
+                                const uint8_t id[16])
+{
+    const struct ka_reservation *e = by_order[at];
+
+    for (size_t i = at + 1; i < l->count && same_topic(e, by_order[i]); i++) {
+        struct ka_reservation *f = by_order[i];
+
+        if (f->spec.kind == KA_RESERVATION_PARTITIONS && f->spec.creates_topic)
+            memcpy(f->spec.replaces_topic_id, id, 16);
+    }
+}
+
+/* Ends the reservations the view shows; see ka_reservations.h. */
 size_t ka_reservations_reconcile(ka_reservations_t *l, const ka_cluster_t *view)
 {
+    int64_t taken = ka_cluster_taken_at_ms(view);
+    struct ka_reservation **by_order;
+    uint8_t id[16];
+
+    /* Each topic's reservations settled in ledger order, so that of two creates of one name
+     * the earlier takes the incarnation a view shows first. Without memory for that, nothing
+     * ends this time. */
+    if (l->count == 0 || (by_order = malloc(l->count * sizeof(*by_order))) == NULL)
+        return 0;
+    memcpy(by_order, l->entries, l->count * sizeof(*by_order));
+    qsort(by_order, l->count, sizeof(*by_order), compare_settling);
+    for (size_t i = 0; i < l->count; i++) {
+        struct ka_reservation *e = by_order[i];
+        bool creates = e->spec.kind == KA_RESERVATION_PARTITIONS && e->spec.creates_topic;
+
+        if (e->spec.added_at_ms != 0 && taken <= e->spec.added_at_ms) {
+            /* What this view lists existed before the reservation: never its result. */
+            if (creates && listed_id(e, view, id))
+                memcpy(e->spec.replaces_topic_id, id, sizeof(id));
+            continue;
+        }
+        if (!shown_by(e, view))
+            continue;
+        if (e->spec.kind == KA_RESERVATION_PARTITIONS && listed_id(e, view, id))
+            pass_on_incarnation(l, by_order, i, id);
+        e->shown = true;
+    }
+    free(by_order);
     return end_where(l, ends_when_shown, view, 0);
 }
 

@@ -62,9 +62,15 @@ typedef struct ka_reservation_spec {
      * while a view still showed it): only a view listing the topic with another, nonzero id
      * shows the reservation. All zero: none. */
     uint8_t replaces_topic_id[16];
+    /* PARTITIONS: the item creates the topic (CreateTopics, auto-creation) rather than grows
+     * it. An incarnation of the name that a view listed before the reservation, or that showed
+     * an earlier reservation of the name, is then never its result (see reconcile). */
+    bool creates_topic;
     const ka_broker_delta_t *deltas; /* replicas per broker */
     size_t delta_count;
     int64_t expires_at_ms; /* the caller's clock */
+    /* The caller's clock when it was reserved: only a view taken later can show it (0: any). */
+    int64_t added_at_ms;
 } ka_reservation_spec_t;
 
 typedef struct ka_reservations ka_reservations_t;
@@ -81,7 +87,19 @@ int ka_reservations_add(ka_reservations_t *ledger, const ka_reservation_spec_t *
 int ka_reservations_release(ka_reservations_t *ledger, uint64_t id);
 /*
  * Ends every reservation that `view` already shows. Call it with each new
- * view before deciding against that view. Returns how many ended.
+ * view, in the order the views were taken, before deciding against that
+ * view. Returns how many ended.
+ *
+ * A view shows a reservation only when it was taken after the reservation
+ * was added: one requested before may list an older incarnation of the
+ * topic (created, deleted, and now created again) and would end the
+ * reservation while the new topic is still on its way. A broker's view can
+ * also lag its controller, so a view taken later may still list the older
+ * incarnation; for the reservations that create a topic the ledger
+ * therefore remembers which incarnation it has seen for the name: the one a
+ * view listed before the reservation was added, and the one that showed an
+ * earlier reservation of the name (reservations are settled in ledger
+ * order). A create is shown only by another incarnation than that one.
  */
 size_t ka_reservations_reconcile(ka_reservations_t *ledger, const ka_cluster_t *view);
 /* Ends every reservation whose expiry is at or before now_ms; returns how many. */

@@ -64,6 +64,7 @@ typedef struct ka_claim {
      * (all zero: none). The item creates the topic anew, so only a view with another id
      * shows it. */
     uint8_t replaces_topic_id[16];
+    bool creates_topic; /* PARTITIONS: a create (a new incarnation of the name), not a growth */
     ka_broker_delta_t *deltas;
     size_t delta_count;
     bool validate_only; /* counted within the call, never reserved */

@@ -69,6 +69,10 @@ static json_t *spec_json(const ka_reservation_spec_t *s)
         goto fail;
     json_object_set_new(o, "replicas", replicas);
     json_object_set_new(o, "deltas", deltas);
+    if (s->creates_topic && json_object_set_new(o, "creates", json_true()) < 0) {
+        json_decref(o);
+        return NULL;
+    }
     if (!id_is_zero(s->replaces_topic_id)) {
         char hex[33];
 
@@ -283,6 +287,13 @@ static int decode_item(json_t *o, ka_ledger_item_t *it, char *err, size_t errlen
         (rc = decode_deltas(o, it, err, errlen)) < 0 ||
         (rc = decode_replaces(o, it, err, errlen)) < 0)
         return rc;
+    /* Optional ("creates": true), absent from the records of sidecars before it: a growth. */
+    json_t *creates = json_object_get(o, "creates");
+    if (creates != NULL && !json_is_boolean(creates)) {
+        snprintf(err, errlen, "\"creates\" is not true or false");
+        return KA_EINVALID;
+    }
+    it->spec.creates_topic = json_is_true(creates);
     return 0;
 }
 

@@ -222,6 +222,7 @@ static enum ka_ledger_applied add_foreign(ka_ledger_state_t *s, const ka_ledger_
     for (size_t i = 0; i < r->count; i++) {
         ka_reservation_spec_t spec = r->items[i].spec;
         spec.expires_at_ms = it->expires_ms;
+        spec.added_at_ms = loop_now_ms;
         if (ka_reservations_add(s->mirror, &spec, &it->ids[i]) < 0 ||
             ka_reservations_set_order(s->mirror, it->ids[i], offset) < 0) {
             snprintf(err, errlen, "item %zu cannot be reserved", i);

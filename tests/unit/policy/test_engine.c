@@ -832,7 +832,7 @@ static void test_a_view_showing_the_topic_replaces_its_reservation(void **state)
     OK(ka_engine_create_topics(&e.ctx, &t, 1, &v));
     assert_int_equal(v.kind, KA_VERDICT_ADMIT_WITH_ASSIGNMENT);
     fx_release(&v, 1);
-    b = fx_builder(900);
+    b = fx_builder(1100);
     fx_broker(b, 1, NULL, false);
     for (int32_t p = 0; p < 5; p++)
         OK(ka_cluster_builder_add_partition(b, S("t"), p, &one, 1));

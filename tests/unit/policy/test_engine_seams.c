@@ -21,10 +21,11 @@
 static const uint8_t OLD_ID[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 static const uint8_t NEW_ID[16] = {16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1};
 
-/* One broker (id 1) holding topic "t" of `partitions` partitions under `id`. */
-static ka_cluster_t *one_broker_with_t(int32_t partitions, const uint8_t id[16])
+/* One broker (id 1) holding topic "t" of `partitions` partitions under `id`, in a view taken at
+ * `taken_at_ms` (the decisions here are made at 1000). */
+static ka_cluster_t *view_with_t(int64_t taken_at_ms, int32_t partitions, const uint8_t id[16])
 {
-    ka_cluster_builder_t *b = fx_builder(0);
+    ka_cluster_builder_t *b = fx_builder(taken_at_ms);
     const int32_t brokers[] = {1};
 
     ka_cluster_builder_set_lists_fenced(b, true);
@@ -70,7 +71,7 @@ static void test_creating_a_topic_the_view_still_lists_is_judged_in_full(void **
     ka_verdict_t v;
 
     (void)state;
-    fx_env_init(&e, "{\"max.broker.partitions\": 50}", one_broker_with_t(10, OLD_ID));
+    fx_env_init(&e, "{\"max.broker.partitions\": 50}", view_with_t(0, 10, OLD_ID));
     create_refused(&e, &big, KA_REASON_BROKER_LIMIT, "projected 210", &v);
     assert_non_null(strstr(v.message, "may have been deleted a moment ago"));
     fx_release(&v, 1);
@@ -91,12 +92,12 @@ static void test_creating_a_topic_the_view_still_lists_is_judged_in_full(void **
 static void test_a_topic_created_again_is_shown_only_under_a_new_id(void **state)
 {
     ka_create_topic_t t = fx_create("t", 5, 1);
-    ka_cluster_t *same = one_broker_with_t(10, OLD_ID), *renewed = one_broker_with_t(5, NEW_ID);
+    ka_cluster_t *same = view_with_t(2000, 10, OLD_ID), *renewed = view_with_t(2000, 5, NEW_ID);
     fx_env_t e;
     ka_verdict_t v;
 
     (void)state;
-    fx_env_init(&e, "{\"max.broker.partitions\": 50}", one_broker_with_t(10, OLD_ID));
+    fx_env_init(&e, "{\"max.broker.partitions\": 50}", view_with_t(0, 10, OLD_ID));
     OK(ka_engine_create_topics(&e.ctx, &t, 1, &v));
     assert_true(v.reservation_id != 0);
     assert_int_equal(ka_reservations_reconcile(e.ledger, same), 0);
@@ -107,6 +108,72 @@ static void test_a_topic_created_again_is_shown_only_under_a_new_id(void **state
     ka_cluster_unref(same);
     ka_cluster_unref(renewed);
     fx_env_free(&e);
+}
+
+/* A topic created, deleted and created again within a view's round trip: a view requested
+ * before the second create was reserved (answered after) lists the first incarnation. It must
+ * not end the reservation, nor may a later view from a broker that still lists the first
+ * incarnation: only the new id shows it. */
+static void test_a_view_requested_before_a_create_cannot_show_it(void **state)
+{
+    ka_create_topic_t t = fx_create("t", 5, 1);
+    ka_cluster_t *before = view_with_t(900, 10, OLD_ID), *lagging = view_with_t(2000, 10, OLD_ID),
+                 *renewed = view_with_t(3000, 5, NEW_ID);
+    fx_env_t e;
+    ka_verdict_t v;
+
+    (void)state;
+    fx_env_init(&e, "{\"max.broker.partitions\": 50}", fx_view(0, 1, NULL));
+    OK(ka_engine_create_topics(&e.ctx, &t, 1, &v)); /* the view knows no "t": replaces none */
+    assert_true(v.reservation_id != 0);
+    assert_int_equal(ka_reservations_reconcile(e.ledger, before), 0);
+    assert_int_equal(ka_reservations_reconcile(e.ledger, lagging), 0);
+    assert_int_equal(ka_reservations_broker_replicas(e.ledger, 1), 5);
+    assert_int_equal(ka_reservations_reconcile(e.ledger, renewed), 1);
+    fx_release(&v, 1);
+    ka_cluster_unref(before);
+    ka_cluster_unref(lagging);
+    ka_cluster_unref(renewed);
+    fx_env_free(&e);
+}
+
+/* Two creates of one name in the ledger (the first created and deleted, the second on its way)
+ * and a broker whose view lags: the view that shows the first incarnation ends the first
+ * reservation only; the second waits for another id, settled in ledger order whatever the
+ * order the reservations were added in. */
+static void test_an_incarnation_shows_one_create_of_its_name(void **state)
+{
+    const ka_broker_delta_t five = {1, 5};
+    ka_reservation_spec_t spec = {.kind = KA_RESERVATION_PARTITIONS,
+                                  .topic = S("t"),
+                                  .partition_count = 5,
+                                  .new_partitions = 5,
+                                  .creates_topic = true,
+                                  .deltas = &five,
+                                  .delta_count = 1,
+                                  .expires_at_ms = 100000,
+                                  .added_at_ms = 1000};
+    ka_cluster_t *first = view_with_t(2000, 5, OLD_ID), *second = view_with_t(3000, 5, NEW_ID);
+    ka_reservations_t *l;
+    uint64_t later, earlier;
+
+    (void)state;
+    OK(ka_reservations_new(&l));
+    OK(ka_reservations_add(l, &spec, &later)); /* this sidecar's own, announced after */
+    OK(ka_reservations_add(l, &spec, &earlier));
+    OK(ka_reservations_set_order(l, earlier, 10));
+    OK(ka_reservations_set_order(l, later, 20));
+    assert_int_equal(ka_reservations_reconcile(l, first), 1);
+    assert_int_equal(ka_reservations_describe(l, earlier, &spec, NULL), KA_EINVALID);
+    OK(ka_reservations_describe(l, later, &spec, NULL));
+    assert_memory_equal(spec.replaces_topic_id, OLD_ID, 16);
+    assert_int_equal(ka_reservations_reconcile(l, first), 0);
+    assert_int_equal(ka_reservations_broker_replicas(l, 1), 5);
+    assert_int_equal(ka_reservations_reconcile(l, second), 1);
+    assert_int_equal(ka_reservations_count(l), 0);
+    ka_reservations_free(l);
+    ka_cluster_unref(first);
+    ka_cluster_unref(second);
 }
 
 /* Measured before the fix: 3 brokers, limit 20, broker 3 fenced; an RF-3 create of 40
@@ -173,7 +240,7 @@ static void test_create_partitions_at_or_below_the_view_waits_for_a_fresh_view(v
     ka_verdict_t v, created;
 
     (void)state;
-    fx_env_init(&e, "{\"max.broker.partitions\": 50}", one_broker_with_t(10, OLD_ID));
+    fx_env_init(&e, "{\"max.broker.partitions\": 50}", view_with_t(0, 10, OLD_ID));
     OK(ka_engine_create_partitions(&e.ctx, &same, 1, &v));
     assert_int_equal(v.kind, KA_VERDICT_REJECT);
     assert_int_equal(v.reason, KA_REASON_UNKNOWN_TOPIC);
@@ -204,7 +271,7 @@ static void test_create_partitions_with_another_number_of_rows_is_judged_as_give
     ka_verdict_t v;
 
     (void)state;
-    fx_env_init(&e, "{\"max.broker.partitions\": 12}", one_broker_with_t(10, OLD_ID));
+    fx_env_init(&e, "{\"max.broker.partitions\": 12}", view_with_t(0, 10, OLD_ID));
     OK(ka_engine_create_partitions(&e.ctx, &grow, 1, &v));
     assert_int_equal(v.kind, KA_VERDICT_REJECT); /* 10 + 3 > 12 */
     assert_non_null(strstr(v.message, "projected 13"));
@@ -243,6 +310,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_creating_a_topic_the_view_still_lists_is_judged_in_full),
         cmocka_unit_test(test_a_topic_created_again_is_shown_only_under_a_new_id),
+        cmocka_unit_test(test_a_view_requested_before_a_create_cannot_show_it),
+        cmocka_unit_test(test_an_incarnation_shows_one_create_of_its_name),
         cmocka_unit_test(test_a_factor_above_the_unfenced_brokers_is_judged),
         cmocka_unit_test(test_a_factor_above_every_broker_waits_for_a_view_that_lists_them_all),
         cmocka_unit_test(test_create_partitions_at_or_below_the_view_waits_for_a_fresh_view),

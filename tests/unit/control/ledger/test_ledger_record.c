@@ -29,6 +29,7 @@ static void test_intent_round_trip_keeps_every_field(void **state)
          .partition_count = 3,
          .partition = -1,
          .new_partitions = 3,
+         .creates_topic = true,
          .deltas = d1,
          .delta_count = 3},
         {.kind = KA_RESERVATION_REPLICAS,
@@ -59,6 +60,7 @@ static void test_intent_round_trip_keeps_every_field(void **state)
         assert_int_equal(got.partition_count, specs[i].partition_count);
         assert_int_equal(got.partition, specs[i].partition);
         assert_int_equal(got.new_partitions, specs[i].new_partitions);
+        assert_int_equal(got.creates_topic, specs[i].creates_topic);
         assert_int_equal(got.replica_count, specs[i].replica_count);
         if (got.replica_count > 0)
             assert_memory_equal(got.replicas, specs[i].replicas,
@@ -134,6 +136,10 @@ static void test_hostile_records_are_refused_with_a_reason(void **state)
                 "\"partition\":0,\"new_partitions\":1,\"replicas\":[],\"deltas\":[[1]]}]"),
          "deltas"},
         {INTENT("[" ITEM_OK ",{\"kind\":\"partitions\"}]"), "topic"},
+        {INTENT("[{\"kind\":\"partitions\",\"topic\":\"t\",\"partition_count\":1,"
+                "\"partition\":0,\"new_partitions\":1,\"replicas\":[],\"deltas\":[],"
+                "\"creates\":1}]"),
+         "creates"},
         {"{\"type\":\"outcome\",\"sidecar\":\"s\",\"seq\":1,\"items\":[\"admitted\",\"maybe\"]}",
          "items"},
         {"{\"type\":\"outcome\",\"sidecar\":\"s\",\"seq\":1,\"seq\":2,\"items\":[]}", "JSON"},
