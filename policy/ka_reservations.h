@@ -69,7 +69,8 @@ typedef struct ka_reservation_spec {
     const ka_broker_delta_t *deltas; /* replicas per broker */
     size_t delta_count;
     int64_t expires_at_ms; /* the caller's clock */
-    /* The caller's clock when it was reserved: only a view taken later can show it (0: any). */
+    /* The caller's clock when it was reserved (another sidecar's item: when its intent was
+     * appended to the ledger): only a view taken later can show it (0: any view). */
     int64_t added_at_ms;
 } ka_reservation_spec_t;
 

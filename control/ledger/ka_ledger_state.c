@@ -222,7 +222,9 @@ static enum ka_ledger_applied add_foreign(ka_ledger_state_t *s, const ka_ledger_
     for (size_t i = 0; i < r->count; i++) {
         ka_reservation_spec_t spec = r->items[i].spec;
         spec.expires_at_ms = it->expires_ms;
-        spec.added_at_ms = loop_now_ms;
+        /* When the intent was appended, on the loop's clock: a view requested after it may show
+         * the item's result, one requested before cannot (ka_reservations_reconcile). */
+        spec.added_at_ms = loop_now_ms - (now_ms > born_ms ? now_ms - born_ms : 0);
         if (ka_reservations_add(s->mirror, &spec, &it->ids[i]) < 0 ||
             ka_reservations_set_order(s->mirror, it->ids[i], offset) < 0) {
             snprintf(err, errlen, "item %zu cannot be reserved", i);

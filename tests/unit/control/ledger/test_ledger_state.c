@@ -196,6 +196,24 @@ static void test_ttl_bounds_what_a_record_can_reserve(void **state)
     assert_int_equal(ka_ledger_state_expire(s, TTL), 1);
 }
 
+/* Another sidecar's item dates from its intent's append, not from when it was read: a view
+ * requested after the append (a sidecar starting and reading a minute of the ledger, or one
+ * whose reader lags) may show its result. */
+static void test_a_foreign_item_dates_from_its_intents_append(void **state)
+{
+    fx_t *f = *state;
+    ka_reservation_spec_t spec;
+    uint64_t own = 0;
+    append_intent(&f->log, "b", 1, "x", WALL - 50000);
+    append_intent(&f->log, "b", 2, "y", WALL + 3000); /* a clock ahead: never later than now */
+    assert_int_equal(apply(f->s, &f->log, 0, &own), KA_LEDGER_APPLIED);
+    assert_int_equal(apply(f->s, &f->log, 1, &own), KA_LEDGER_APPLIED);
+    ka_reservations_spec_at(f->mirror, 0, &spec);
+    assert_int_equal(spec.added_at_ms, -50000);
+    ka_reservations_spec_at(f->mirror, 1, &spec);
+    assert_int_equal(spec.added_at_ms, 0);
+}
+
 /* Copies of authentic records produced again: an intent whose seq its
  * sidecar already used reserves nothing (also after its outcome dropped it,
  * which is when a copy would otherwise count again), a copy of an outcome
@@ -385,6 +403,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_abandoned_own_intent_is_skipped_when_read_back,
                                         fx_open, fx_close),
         cmocka_unit_test_setup_teardown(test_ttl_bounds_what_a_record_can_reserve, fx_open,
+                                        fx_close),
+        cmocka_unit_test_setup_teardown(test_a_foreign_item_dates_from_its_intents_append, fx_open,
                                         fx_close),
         cmocka_unit_test_setup_teardown(test_replayed_intents_and_outcomes_change_nothing, fx_open,
                                         fx_close),
