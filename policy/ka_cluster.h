@@ -88,6 +88,9 @@ int ka_cluster_builder_add_broker(ka_cluster_builder_t *builder, int32_t broker_
                                   bool fenced);
 void ka_cluster_builder_set_defaults(ka_cluster_builder_t *builder,
                                      const ka_broker_defaults_t *defaults);
+/* When the Metadata answer arrived (the caller's clock): the view shows no change made after
+ * it. Unset, the view may show any change made before it is used. */
+void ka_cluster_builder_set_answered_at(ka_cluster_builder_t *builder, int64_t answered_at_ms);
 /* Says the listed brokers are every registered one, fenced included (DescribeCluster v2+).
  * Without it a fenced broker is invisible unless it hosts a replica, and Kafka's placer still
  * uses fenced brokers, so the view cannot tell how many brokers a placement may use. */
@@ -114,6 +117,8 @@ ka_cluster_t *ka_cluster_ref(ka_cluster_t *cluster);
 void ka_cluster_unref(ka_cluster_t *cluster);
 
 int64_t ka_cluster_taken_at_ms(const ka_cluster_t *cluster);
+/* When its Metadata answer arrived; INT64_MAX when not known. */
+int64_t ka_cluster_answered_at_ms(const ka_cluster_t *cluster);
 /* True when the listed brokers include the fenced ones (ka_cluster_builder_set_lists_fenced). */
 bool ka_cluster_lists_fenced(const ka_cluster_t *cluster);
 

@@ -39,6 +39,7 @@ int ka_cluster_builder_new(int64_t taken_at_ms, ka_cluster_builder_t **out)
     if (b == NULL)
         return KA_ENOMEM;
     b->view.taken_at_ms = taken_at_ms;
+    b->view.answered_at_ms = INT64_MAX;
     b->view.defaults = (ka_broker_defaults_t){1, 1, true};
     *out = b;
     return 0;
@@ -95,6 +96,11 @@ int ka_cluster_builder_add_broker(ka_cluster_builder_t *b, int32_t broker_id, ka
 void ka_cluster_builder_set_defaults(ka_cluster_builder_t *b, const ka_broker_defaults_t *d)
 {
     b->view.defaults = *d;
+}
+
+void ka_cluster_builder_set_answered_at(ka_cluster_builder_t *b, int64_t answered_at_ms)
+{
+    b->view.answered_at_ms = answered_at_ms;
 }
 
 void ka_cluster_builder_set_lists_fenced(ka_cluster_builder_t *b, bool lists_fenced)

@@ -48,6 +48,8 @@ struct ka_cluster_topic {
 struct ka_cluster {
     atomic_int refs; /* shared by the engine, the admin API and the metadata client */
     int64_t taken_at_ms;
+    /* When the Metadata answer arrived: the view shows nothing newer. INT64_MAX: not known. */
+    int64_t answered_at_ms;
     ka_broker_defaults_t defaults;
     ka_cluster_broker_t *brokers;
     size_t broker_count, broker_capacity;

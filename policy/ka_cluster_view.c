@@ -66,6 +66,11 @@ int64_t ka_cluster_taken_at_ms(const ka_cluster_t *c)
     return c->taken_at_ms;
 }
 
+int64_t ka_cluster_answered_at_ms(const ka_cluster_t *c)
+{
+    return c->answered_at_ms;
+}
+
 void ka_cluster_mark_partial(ka_cluster_t *c, const char *why)
 {
     snprintf(c->partial, sizeof(c->partial), "%s", why);

@@ -555,7 +555,7 @@ static void pass_on_incarnation(ka_reservations_t *l, struct ka_reservation **by
 /* Ends the reservations the view shows; see ka_reservations.h. */
 size_t ka_reservations_reconcile(ka_reservations_t *l, const ka_cluster_t *view)
 {
-    int64_t taken = ka_cluster_taken_at_ms(view);
+    int64_t taken = ka_cluster_taken_at_ms(view), answered = ka_cluster_answered_at_ms(view);
     struct ka_reservation **by_order;
     uint8_t id[16];
 
@@ -571,8 +571,9 @@ size_t ka_reservations_reconcile(ka_reservations_t *l, const ka_cluster_t *view)
         bool creates = e->spec.kind == KA_RESERVATION_PARTITIONS && e->spec.creates_topic;
 
         if (e->spec.added_at_ms != 0 && taken <= e->spec.added_at_ms) {
-            /* What this view lists existed before the reservation: never its result. */
-            if (creates && listed_id(e, view, id))
+            /* Answered before the reservation, what this view lists existed before it: never
+             * its result. (Answered later, it may list the result already: neither.) */
+            if (creates && answered <= e->spec.added_at_ms && listed_id(e, view, id))
                 memcpy(e->spec.replaces_topic_id, id, sizeof(id));
             continue;
         }

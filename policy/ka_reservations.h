@@ -98,7 +98,7 @@ int ka_reservations_release(ka_reservations_t *ledger, uint64_t id);
  * also lag its controller, so a view taken later may still list the older
  * incarnation; for the reservations that create a topic the ledger
  * therefore remembers which incarnation it has seen for the name: the one a
- * view listed before the reservation was added, and the one that showed an
+ * view answered before the reservation was added listed, and the one that showed an
  * earlier reservation of the name (reservations are settled in ledger
  * order). A create is shown only by another incarnation than that one.
  */

@@ -274,6 +274,8 @@ int ka_view_build(const ka_view_answers_t *in, ka_cluster_t **out, char *err, si
         snprintf(err, errlen, "out of memory starting a view");
         return rc;
     }
+    if (in->answered_at_ms != 0)
+        ka_cluster_builder_set_answered_at(builder, in->answered_at_ms);
     if ((rc = add_brokers(builder, in, err, errlen)) < 0 ||
         (rc = add_topics(builder, in->metadata, err, errlen)) < 0) {
         ka_cluster_builder_free(builder);

@@ -33,6 +33,8 @@ typedef struct ka_view_answers {
     /* When the Metadata request was sent (the caller's clock), so the view's
      * age is never underestimated. */
     int64_t taken_at_ms;
+    /* When the Metadata answer arrived (0: not known). */
+    int64_t answered_at_ms;
     const struct ka_metadata_response *metadata;
     /* NULL when the broker does not support DescribeCluster. */
     const struct ka_describecluster_response *cluster;

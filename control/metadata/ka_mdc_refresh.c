@@ -32,6 +32,7 @@ void ka_mdc_refresh_build_work(uv_work_t *w)
     const struct ka_describeconfigs_response *configs = &f->configs;
     ka_view_answers_t answers = {
         .taken_at_ms = f->taken_at_ms,
+        .answered_at_ms = f->answered_at_ms,
         .metadata = &f->metadata,
         .cluster = f->have_cluster ? &f->cluster : NULL,
         .cluster_lists_fenced = f->cluster_version >= 2,

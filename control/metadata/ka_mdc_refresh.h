@@ -38,6 +38,7 @@ struct ka_mdc_refresh {
     ka_cluster_t *view; /* built, until handed over */
     uint64_t work_ns;   /* worker time since the last completion */
     int64_t taken_at_ms;
+    int64_t answered_at_ms;                   /* when the Metadata answer arrived */
     ka_arena_t arena;                         /* every decoded answer of this refresh */
     ka_pbuf_t *frames[KA_MDC_REFRESH_FRAMES]; /* the frames the decoded answers point into */
     int frame_count;

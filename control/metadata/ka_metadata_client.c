@@ -563,6 +563,9 @@ static void conn_frame_cb(void *owner, ka_pbuf_t *buf, const uint8_t *body, size
         rc = KA_EINVALID;
     void *answer = answer_slot(c, api, &scratch);
     if (rc == 0 && kept && api == KA_METADATA_REQUEST_API_KEY) {
+        /* Its read is after its arrival, and before any change a later callback makes. */
+        uv_update_time(c->loop);
+        c->refresh->answered_at_ms = now_ms(c);
         /* The one answer that grows with the cluster is decoded off the loop. */
         c->refresh->metadata_reader = r;
         c->refresh->metadata_version = ver;
