@@ -516,7 +516,8 @@ static const option_t options[] = {
     {"ledger-timeout-ms", "KADMIT_LEDGER_TIMEOUT_MS", set_ledger_timeout, "MS",
      "fail a decision whose intent is not read back in time (default 5000)"},
     {"ledger-intent-ttl-ms", "KADMIT_LEDGER_INTENT_TTL_MS", set_ledger_ttl, "MS",
-     "an intent counts at most this long; above the view staleness (default 120000)"},
+     "an intent counts at most this long; above the view staleness plus the ledger timeout "
+     "(default 180000)"},
     {"cluster-secret-file", "KADMIT_CLUSTER_SECRET_FILE", set_cluster_secret_file, "FILE",
      "secret (32+ bytes) signing kadmit's own records, shared by the cluster's sidecars "
      "(or env KADMIT_CLUSTER_SECRET)"},

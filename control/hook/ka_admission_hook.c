@@ -446,16 +446,21 @@ int ka_admission_start(ka_server_t *srv, ka_policy_t *policy, char *err, size_t 
     }
     a->srv = srv;
     a->policy = policy;
-    /* A view may be up to metadata.max.staleness.ms old when it decides; an intent must still
-     * count until a view shows its result, so it must live longer than that. */
-    if (ka_server_config(srv)->ledger && ka_policy_metadata_max_staleness_ms(policy) >=
-                                             ka_server_config(srv)->ledger_intent_ttl_ms) {
+    /* An intent must count until every sidecar's view shows its result. Its item reaches the
+     * broker up to --ledger-timeout-ms after the intent was written, and a decision may use a
+     * view up to metadata.max.staleness.ms old: the intent must outlive both together. */
+    const ka_config_t *cfg = ka_server_config(srv);
+    if (cfg->ledger &&
+        ka_policy_metadata_max_staleness_ms(policy) + (int64_t)cfg->ledger_timeout_ms >=
+            (int64_t)cfg->ledger_intent_ttl_ms) {
         snprintf(err, errlen,
-                 "metadata.max.staleness.ms %lld in the policy must be below "
-                 "--ledger-intent-ttl-ms %u: a decision may use a view that old, and an intent "
-                 "that expired before such a view shows its result would be counted by no one",
+                 "metadata.max.staleness.ms %lld in the policy plus --ledger-timeout-ms %u must "
+                 "be below --ledger-intent-ttl-ms %u: an admitted item reaches the broker up to "
+                 "the ledger timeout after its intent, a decision may use a view as old as the "
+                 "staleness bound, and an intent that expired before such a view shows its "
+                 "result would be counted by no one",
                  (long long)ka_policy_metadata_max_staleness_ms(policy),
-                 (unsigned)ka_server_config(srv)->ledger_intent_ttl_ms);
+                 (unsigned)cfg->ledger_timeout_ms, (unsigned)cfg->ledger_intent_ttl_ms);
         ka_reservations_free(a->ledger);
         ka_policy_unref(policy);
         free(a);

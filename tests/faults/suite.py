@@ -42,10 +42,11 @@ LEDGER_TIMEOUT_MS = 2000
 INTENT_TTL_MS = 5000
 FAKETIME_LIB = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")  # Debian, amd64
 TOXI_SIDECAR = 3  # the sidecar whose --upstream goes through Toxiproxy
-# The view's staleness must stay below the intent TTL and the reservations' expiry (kadmit
-# refuses such a policy otherwise). The expiry is short because the workload deletes topics
-# right after creating them: such a reservation never sees its topic and lasts until it expires.
-POLICY_BASE = {"metadata.refresh.interval.ms": 1000, "metadata.max.staleness.ms": 4000,
+# The view's staleness plus the ledger timeout must stay below the intent TTL, and the staleness
+# below the reservations' expiry (kadmit refuses to start otherwise). The expiry is short because
+# the workload deletes topics right after creating them: such a reservation never sees its topic
+# and lasts until it expires.
+POLICY_BASE = {"metadata.refresh.interval.ms": 1000, "metadata.max.staleness.ms": 2500,
                "metadata.refresh.before.decision.ms": 500, "reservation.expiry.ms": 6000}
 
 
