@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -220,3 +221,32 @@ def test_restarted_sidecar_reads_the_ledger_from_the_intents_that_still_count(le
         line = next((x for x in text.splitlines() if "ledger reading" in x), "")
         time.sleep(0.1)
     assert "from_offset=0" in line, line
+
+
+def test_an_intent_ttl_within_staleness_plus_ledger_timeout_refuses_to_start(tmp_path):
+    """An intent must outlive the ledger timeout (how late its item may reach the broker) plus
+    the view's staleness bound (how old a view a decision may use); kadmit refuses to start
+    with a TTL inside both, before it connects to anything, and says why."""
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"max.broker.partitions": 10,
+                                  "metadata.refresh.interval.ms": 1000,
+                                  "metadata.max.staleness.ms": 4000,
+                                  "metadata.refresh.before.decision.ms": 500,
+                                  "reservation.expiry.ms": 6000}))
+    base = [str(kadmit_bin()), "--listen", f"{HOST}:0", "--upstream", f"{HOST}:1", "--admin",
+            "off", "--policy", str(policy), "--ledger", "on", "--ledger-timeout-ms", "2000"]
+    p = subprocess.run(base + ["--ledger-intent-ttl-ms", "5000"], capture_output=True,
+                       timeout=30, stdin=subprocess.DEVNULL)
+    err = p.stderr.decode(errors="replace")
+    assert p.returncode == 1, (p.returncode, err)
+    assert ("metadata.max.staleness.ms 4000 in the policy plus --ledger-timeout-ms 2000 must be "
+            "below --ledger-intent-ttl-ms 5000") in err, err
+    # 4000 + 2000 < 6500: the same flags start (and are stopped at once).
+    ok = subprocess.Popen(base + ["--ledger-intent-ttl-ms", "6500"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        time.sleep(1.5)
+        assert ok.poll() is None, ok.stderr.read().decode(errors="replace")
+    finally:
+        ok.terminate()
+        ok.wait(30)
