@@ -76,6 +76,49 @@ static void on_view(void *arg, ka_cluster_t *view, const char *error)
     wake_all(a);
 }
 
+static int push_waiter(waiter_t **list, size_t *n, size_t *cap, void (*wake)(void *arg), void *arg)
+{
+    if (*n == *cap) {
+        size_t grown = *cap ? *cap * 2 : 16;
+        waiter_t *w = realloc(*list, grown * sizeof(*w));
+        if (w == NULL)
+            return KA_ENOMEM;
+        *list = w;
+        *cap = grown;
+    }
+    (*list)[(*n)++] = (waiter_t){wake, arg};
+    return 0;
+}
+
+static bool drop_waiter(waiter_t *list, size_t *n, void *arg)
+{
+    for (size_t i = 0; i < *n; i++) {
+        if (list[i].arg == arg) {
+            memmove(&list[i], &list[i + 1], (*n - i - 1) * sizeof(waiter_t));
+            (*n)--;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void memory_timer_cb(uv_timer_t *t)
+{
+    ka_admission_t *a = t->data;
+    size_t n = a->nmemory;
+    waiter_t *w = a->memory_waiters;
+    a->memory_waiters = NULL;
+    a->nmemory = a->capmemory = 0;
+    for (size_t i = 0; i < n; i++)
+        w[i].wake(w[i].arg);
+    free(w);
+}
+
+static void free_timer_cb(uv_handle_t *h)
+{
+    free(h);
+}
+
 static int defer_cb(void *user, void (*wake)(void *arg), void *arg)
 {
     ka_admission_t *a = user;
@@ -85,19 +128,19 @@ static int defer_cb(void *user, void (*wake)(void *arg), void *arg)
         a->just_deferred = NULL;
         return 0;
     }
+    if (a->memory_wait_next) { /* waits for pool memory: tried again on a timer */
+        a->memory_wait_next = 0;
+        int rc = push_waiter(&a->memory_waiters, &a->nmemory, &a->capmemory, wake, arg);
+        if (rc == 0 && !uv_is_active((uv_handle_t *)a->memory_timer))
+            uv_timer_start(a->memory_timer, memory_timer_cb, KA_MEMORY_WAIT_MS, 0);
+        return rc;
+    }
     /* The broker is unreachable: do not wait out the backoff, decide now
      * (against a view that may be stale: the engine then fails closed). */
     if (ka_mdc_down(a->mdc))
         return KA_EINVALID;
-    if (a->nwaiters == a->capwaiters) {
-        size_t cap = a->capwaiters ? a->capwaiters * 2 : 16;
-        waiter_t *w = realloc(a->waiters, cap * sizeof(*w));
-        if (w == NULL)
-            return KA_ENOMEM;
-        a->waiters = w;
-        a->capwaiters = cap;
-    }
-    a->waiters[a->nwaiters++] = (waiter_t){wake, arg};
+    if (push_waiter(&a->waiters, &a->nwaiters, &a->capwaiters, wake, arg) < 0)
+        return KA_ENOMEM;
     ka_server_metrics(a->srv)->adm_deferred++;
     ka_mdc_note_request(a->mdc); /* the first request after idleness waits here */
     ka_mdc_refresh(a->mdc);
@@ -112,13 +155,8 @@ static void cancel_cb(void *user, void *arg)
         ka_adm_ledger_wait_free(a, w);
         return;
     }
-    for (size_t i = 0; i < a->nwaiters; i++) {
-        if (a->waiters[i].arg == arg) {
-            memmove(&a->waiters[i], &a->waiters[i + 1], (a->nwaiters - i - 1) * sizeof(waiter_t));
-            a->nwaiters--;
-            return;
-        }
-    }
+    if (!drop_waiter(a->waiters, &a->nwaiters, arg))
+        drop_waiter(a->memory_waiters, &a->nmemory, arg);
 }
 
 static void free_state_cb(void *user, void *state)
@@ -330,12 +368,15 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
     }
     ka_adm_hook_ctx_release(&ctx);
     /* Deciding takes memory (decode arenas, charged to the pool's priority class), which
-     * streamed reads and held requests can leave short for a moment: the request then waits
-     * for the next refresh, as one the view cannot judge yet does, a bounded number of
-     * times, before its connection is closed. */
-    if (rc == KA_ENOMEM && resumed < KA_VIEW_WAIT_ROUNDS) {
+     * streamed reads and held requests can leave short for seconds: the request then tries
+     * again every KA_MEMORY_WAIT_MS, for up to --held-request-timeout-ms, before its
+     * connection is closed. */
+    if (rc == KA_ENOMEM && resumed != KA_HOOK_RESUMED_LAST &&
+        (int64_t)resumed * KA_MEMORY_WAIT_MS <
+            (int64_t)ka_server_config(a->srv)->held_request_timeout_ms) {
         ka_log(KA_LOG_DEBUG, "admission waits for memory to decide", KA_KI("api_key", hdr->api_key),
                KA_KI("correlation_id", hdr->correlation_id), KA_KI("round", resumed));
+        a->memory_wait_next = 1;
         v->kind = KA_HOOK_DEFER;
         return 0;
     }
@@ -482,6 +523,14 @@ int ka_admission_start(ka_server_t *srv, ka_policy_t *policy, char *err, size_t 
                         ka_policy_metadata_refresh_idle_interval_ms(policy));
     ka_mdc_set_security(a->mdc, ka_server_upstream_security(srv));
     ka_mdc_set_pool(a->mdc, ka_server_pool(srv));
+    if ((a->memory_timer = malloc(sizeof(*a->memory_timer))) == NULL) {
+        ka_admission_stop(a);
+        snprintf(err, errlen, "out of memory");
+        return KA_ENOMEM;
+    }
+    uv_timer_init(ka_server_loop(srv), a->memory_timer);
+    a->memory_timer->data = a;
+    uv_unref((uv_handle_t *)a->memory_timer);
     if (ka_server_config(srv)->ledger && (rc = ledger_start(a, err, errlen)) < 0) {
         ka_admission_stop(a);
         return rc;
@@ -577,6 +626,11 @@ void ka_admission_stop(ka_admission_t *a)
         free(w);
     }
     free(a->waiters);
+    free(a->memory_waiters);
+    if (a->memory_timer != NULL) {
+        uv_timer_stop(a->memory_timer);
+        uv_close((uv_handle_t *)a->memory_timer, free_timer_cb);
+    }
     ka_cluster_unref(a->view);
     ka_reservations_free(a->ledger);
     ka_policy_unref(a->policy);

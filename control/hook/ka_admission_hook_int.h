@@ -52,6 +52,11 @@ typedef struct hook_state {
  * milliseconds; each round is one full refresh. */
 #define KA_VIEW_WAIT_ROUNDS 20
 
+/* A decision short of pool memory (streamed reads and held requests have it for now) tries
+ * again this often, until --held-request-timeout-ms has passed: memory comes back as clients
+ * read, or as the stalled-reader check closes those that do not (seconds, not refreshes). */
+#define KA_MEMORY_WAIT_MS 100
+
 struct ka_admission {
     ka_server_t *srv;
     ka_policy_t *policy;       /* the active policy: the one pointer a reload swaps */
@@ -63,6 +68,11 @@ struct ka_admission {
     ledger_wait_t *just_deferred; /* the wait on_request made; defer_cb binds it */
     waiter_t *waiters;
     size_t nwaiters, capwaiters;
+    /* Decisions waiting for pool memory, woken by memory_timer (not by a refresh). */
+    waiter_t *memory_waiters;
+    size_t nmemory, capmemory;
+    uv_timer_t *memory_timer; /* its own allocation: it outlives a stopped admission until closed */
+    int memory_wait_next;     /* on_request's DEFER is a wait for memory: defer_cb files it so */
     uint64_t seed;
     int view_logged;
     char reason[KA_ADM_MESSAGE_MAX]; /* the last CLOSE reason, read at once by the relay */
