@@ -35,15 +35,21 @@ int64_t ka_adm_hook_now_ms(ka_admission_t *a)
     return (int64_t)uv_now(ka_server_loop(a->srv));
 }
 
-static void wake_all(ka_admission_t *a)
+/* Wakes every waiter of a list, emptied first (a woken decision may wait again). */
+static void wake_list(waiter_t **list, size_t *n, size_t *cap)
 {
-    size_t n = a->nwaiters;
-    waiter_t *w = a->waiters;
-    a->waiters = NULL;
-    a->nwaiters = a->capwaiters = 0;
-    for (size_t i = 0; i < n; i++)
+    size_t count = *n;
+    waiter_t *w = *list;
+    *list = NULL;
+    *n = *cap = 0;
+    for (size_t i = 0; i < count; i++)
         w[i].wake(w[i].arg);
     free(w);
+}
+
+static void wake_all(ka_admission_t *a)
+{
+    wake_list(&a->waiters, &a->nwaiters, &a->capwaiters);
 }
 
 static void on_view(void *arg, ka_cluster_t *view, const char *error)
@@ -105,13 +111,7 @@ static bool drop_waiter(waiter_t *list, size_t *n, void *arg)
 static void memory_timer_cb(uv_timer_t *t)
 {
     ka_admission_t *a = t->data;
-    size_t n = a->nmemory;
-    waiter_t *w = a->memory_waiters;
-    a->memory_waiters = NULL;
-    a->nmemory = a->capmemory = 0;
-    for (size_t i = 0; i < n; i++)
-        w[i].wake(w[i].arg);
-    free(w);
+    wake_list(&a->memory_waiters, &a->nmemory, &a->capmemory);
 }
 
 static void free_timer_cb(uv_handle_t *h)
