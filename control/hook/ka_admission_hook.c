@@ -342,6 +342,7 @@ static int on_request(void *user, const ka_frame_header_t *hdr, uint8_t *frame, 
 
     memset(v, 0, sizeof(*v));
     v->kind = KA_HOOK_FORWARD;
+    a->memory_wait_next = 0; /* set again below only for this frame's wait for memory */
     ka_adm_ledger_sweep_waits(a, ka_adm_hook_now_ms(a));
     /* A connection whose SASL login is under way or failed, or that has not logged in on a
      * SASL listener: the broker refuses every such request and closes the connection, in
